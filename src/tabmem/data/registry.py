@@ -1,0 +1,107 @@
+"""The dataset registry: configs under ``conf/dataset/`` and loading with clear errors."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from tabmem.data.dataset import Dataset, DatasetSpec
+from tabmem.errors import ConfigError, DatasetError
+from tabmem.paths import conf_dir, data_dir
+
+_SPEC_FIELDS = set(DatasetSpec.__dataclass_fields__) - {"extra"}
+
+
+def spec_from_config(cfg: Mapping[str, Any]) -> DatasetSpec:
+    """Build a spec from a dataset config; unknown keys are kept in ``extra``."""
+    raw = dict(cfg)
+    known = {k: raw.pop(k) for k in list(raw) if k in _SPEC_FIELDS}
+    if "name" not in known:
+        raise ConfigError("A dataset config has no 'name'; every file in conf/dataset/ needs one.")
+    known["aliases"] = tuple(known.get("aliases") or ())
+    return DatasetSpec(**known, extra=raw)
+
+
+def dataset_specs(directory: Path | None = None) -> dict[str, DatasetSpec]:
+    """Every dataset config in ``conf/dataset/``, by name."""
+    directory = directory or conf_dir() / "dataset"
+    specs = {}
+    for path in sorted(directory.glob("*.yaml")):
+        cfg = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
+        if isinstance(cfg, dict) and "name" in cfg:
+            spec = spec_from_config(cfg)
+            specs[spec.name] = spec
+    return specs
+
+
+def resolve_path(spec: DatasetSpec) -> Path:
+    """Where the dataset's file is, or a one-sentence error saying how to provide it."""
+    if spec.path:
+        path = Path(spec.path).expanduser()
+        if not path.is_file():
+            raise DatasetError(
+                f"Dataset '{spec.name}': no file at {path}; "
+                "check that dataset.path= points to the CSV file."
+            )
+        return path
+    if spec.file:
+        path = Path(spec.file)
+        path = path if path.is_absolute() else data_dir() / path
+        if path.is_file():
+            return path
+    hint = spec.how_to_get or "pass its CSV file with dataset.path=/path/to/file.csv"
+    raise DatasetError(f"Dataset '{spec.name}' needs a file you provide: {hint}")
+
+
+def read_canonical_text(path: Path, name: str) -> str:
+    """The file's exact text, decoded as UTF-8 with line endings kept."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DatasetError(f"Dataset '{name}': cannot read {path} ({exc.strerror}).") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(
+            f"Dataset '{name}': {path} is not UTF-8 text (byte {exc.start}); "
+            "save it as a UTF-8 CSV."
+        ) from exc
+    return text.removeprefix("\ufeff")
+
+
+def validate_csv(text: str, delimiter: str, name: str, path: Path) -> None:
+    """Reject empty, header-only, NUL-containing or ragged CSV text with one sentence."""
+    if not text.strip():
+        raise DatasetError(f"Dataset '{name}': {path} is empty.")
+    if "\x00" in text:
+        raise DatasetError(
+            f"Dataset '{name}': {path} contains NUL bytes; it is not a CSV text file."
+        )
+    try:
+        rows = list(csv.reader(io.StringIO(text), delimiter=delimiter, strict=True))
+    except csv.Error as exc:
+        raise DatasetError(f"Dataset '{name}': {path} is not valid CSV ({exc}).") from exc
+    rows = [r for r in rows if r]
+    if len(rows) < 2:
+        raise DatasetError(f"Dataset '{name}': {path} has a header but no data rows.")
+    width = len(rows[0])
+    for number, row in enumerate(rows[1:], start=2):
+        if len(row) != width:
+            raise DatasetError(
+                f"Dataset '{name}': record {number} of {path} has {len(row)} fields "
+                f"but the header has {width}; fix the file or its delimiter."
+            )
+
+
+def load_dataset(cfg: Mapping[str, Any] | DatasetSpec) -> Dataset:
+    """Load a dataset from its config (or spec), checking the file is a well-formed CSV."""
+    spec = cfg if isinstance(cfg, DatasetSpec) else spec_from_config(cfg)
+    path = resolve_path(spec)
+    text = read_canonical_text(path, spec.name)
+    validate_csv(text, spec.delimiter, spec.name, path)
+    return Dataset(spec=spec, path=path, text=text)

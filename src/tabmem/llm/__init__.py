@@ -1,0 +1,1 @@
+"""Language-model backends behind one interface, with a cache, concurrency and retries."""

@@ -1,0 +1,79 @@
+"""The one interface every backend implements, and the request types it takes."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+Message = dict[str, str]
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    """Everything that shapes a generation; all of it is part of the cache key."""
+
+    max_tokens: int
+    temperature: float = 0.0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+    seed: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["stop"] = list(self.stop)
+        return d
+
+
+@dataclass(frozen=True)
+class Request:
+    """One query: chat ``messages`` or a plain ``prompt``, with its parameters.
+
+    ``sample_index`` tells apart repeated draws of the same prompt at temperature > 0.
+    """
+
+    params: GenerationParams
+    messages: tuple[Message, ...] | None = None
+    prompt: str | None = None
+    sample_index: int = 0
+
+    @property
+    def kind(self) -> str:
+        return "chat" if self.messages is not None else "complete"
+
+    def as_text(self) -> str:
+        """The request as readable text, for logs and query tables."""
+        if self.messages is None:
+            return self.prompt or ""
+        return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in self.messages)
+
+
+@dataclass
+class Response:
+    """A backend's answer, or the reason there is none."""
+
+    text: str
+    cached: bool = False
+    error: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A language model: ``chat`` for instruction models, ``complete`` for plain text.
+
+    ``identity`` names the model precisely enough that two backends with equal
+    identities give the same answers (provider, model, api_base, weights hash);
+    it is part of every cache key.
+    """
+
+    identity: dict[str, str]
+
+    def chat(self, messages: list[Message], params: GenerationParams) -> str: ...
+
+    def complete(self, prompt: str, params: GenerationParams) -> str: ...
+
+    def count_tokens(self, text: str) -> int | None:
+        """Tokens in ``text`` as this model counts them, or None when unknown."""
+        ...
+
+    def close(self) -> None: ...

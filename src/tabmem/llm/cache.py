@@ -1,0 +1,71 @@
+"""The response cache: sqlite, keyed by backend identity + request, written as answers arrive.
+
+The key holds the backend's full identity (provider, model, api_base, weights hash),
+the messages or prompt, every generation parameter and the sample index, so one
+model is never served another model's answers and a re-run resumes where a crash
+stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from pathlib import Path
+
+from tabmem.llm.base import Request
+
+
+def cache_key(identity: dict[str, str], request: Request) -> str:
+    """A sha256 over everything that can change a model's answer."""
+    payload = {
+        "identity": identity,
+        "kind": request.kind,
+        "messages": list(request.messages) if request.messages is not None else None,
+        "prompt": request.prompt,
+        "params": request.params.as_dict(),
+        "sample_index": request.sample_index,
+    }
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """A persistent map from cache key to completion text, safe across threads and processes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
+        with self._lock:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS responses ("
+                "key TEXT PRIMARY KEY, model TEXT, text TEXT, "
+                "created REAL DEFAULT (unixepoch('subsec')))"
+            )
+            self._conn.commit()
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            row = self._conn.execute("SELECT text FROM responses WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def put(self, key: str, model: str, text: str) -> None:
+        """Store one answer and commit at once, so a crash never loses it."""
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO responses (key, model, text) VALUES (?, ?, ?)",
+                (key, model, text),
+            )
+            self._conn.commit()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

@@ -1,0 +1,123 @@
+"""Build a ready ``LanguageModel`` from a model config (``conf/model/*.yaml``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tabmem.errors import ConfigError
+from tabmem.llm.base import Backend, GenerationParams, Message
+from tabmem.llm.cache import ResponseCache
+from tabmem.llm.client import LanguageModel, RetryPolicy
+from tabmem.llm.weights import assembled_file, package_file
+
+ORACLE_VERSION = "1"
+
+
+class OracleBackend:
+    """A reference model: an OpenAI-compatible server on 127.0.0.1, reached through litellm.
+
+    Its identity names the oracle, not the server's port, so its answers stay cached
+    across runs; the HTTP path is nevertheless exercised on every fresh query.
+    """
+
+    def __init__(self, oracle: str, name: str, timeout: float) -> None:
+        from tabmem.llm.litellm_backend import LiteLLMBackend
+        from tabmem.llm.oracle import OracleServer, load_available_datasets
+
+        self.server = OracleServer(load_available_datasets())
+        self.server.start()
+        model_id = f"oracle-{oracle}"
+        self._client = LiteLLMBackend(
+            model=f"openai/{model_id}",
+            completion_model=f"text-completion-openai/{model_id}",
+            name=name,
+            api_base=self.server.base_url,
+            timeout=timeout,
+        )
+        self.identity = {"provider": "oracle", "model": model_id, "version": ORACLE_VERSION}
+
+    def chat(self, messages: list[Message], params: GenerationParams) -> str:
+        return self._client.chat(messages, params)
+
+    def complete(self, prompt: str, params: GenerationParams) -> str:
+        return self._client.complete(prompt, params)
+
+    def count_tokens(self, text: str) -> int | None:
+        return None
+
+    def close(self) -> None:
+        self.server.stop()
+
+
+def _weights_path(cfg: Mapping[str, Any], weights_dir: Path) -> Path:
+    weights = cfg.get("weights") or {}
+    hint = weights.get("install_hint", "run make demo, which installs it")
+    if weights.get("path"):
+        return Path(weights["path"]).expanduser()
+    if weights.get("assemble"):
+        target = weights_dir / weights["file"]
+        return assembled_file(weights["assemble"], target, hint)
+    if weights.get("package"):
+        return package_file(weights["package"], weights["file"], hint)
+    raise ConfigError(f"Model '{cfg['name']}' has no weights: set weights.path or weights.package.")
+
+
+def build_backend(cfg: Mapping[str, Any], weights_dir: Path) -> Backend:
+    """The backend a model config names, or one clear error."""
+    kind = cfg.get("backend")
+    name = cfg["name"]
+    timeout = float(cfg.get("timeout", 60))
+    if kind == "llama_cpp":
+        from tabmem.llm.llama_cpp_backend import LlamaCppBackend
+
+        return LlamaCppBackend(
+            weights=_weights_path(cfg, weights_dir),
+            name=name,
+            context_window=int(cfg.get("context_window", 4096)),
+            n_threads=cfg.get("n_threads"),
+        )
+    if kind == "litellm":
+        from tabmem.llm.litellm_backend import LiteLLMBackend
+
+        return LiteLLMBackend(
+            model=cfg["litellm_model"],
+            completion_model=cfg.get("completion_model"),
+            name=name,
+            api_base=cfg.get("api_base"),
+            api_base_env=cfg.get("api_base_env"),
+            api_key_env=cfg.get("api_key_env"),
+            timeout=timeout,
+            extra_params=dict(cfg.get("extra_params") or {}),
+        )
+    if kind == "oracle":
+        return OracleBackend(oracle=cfg["oracle"], name=name, timeout=timeout)
+    raise ConfigError(
+        f"Model '{name}' has backend '{kind}', which tabmem does not know; "
+        "use llama_cpp, litellm or oracle."
+    )
+
+
+def build_model(
+    cfg: Mapping[str, Any],
+    cache: ResponseCache | None,
+    weights_dir: Path,
+    show_progress: bool = True,
+) -> LanguageModel:
+    """A cached, concurrent, retrying model from its config."""
+    retry = cfg.get("retry") or {}
+    return LanguageModel(
+        backend=build_backend(cfg, weights_dir),
+        name=cfg["name"],
+        prompt_form=cfg.get("prompt_form", "chat"),
+        context_window=int(cfg.get("context_window", 4096)),
+        cache=cache,
+        max_concurrency=int(cfg.get("max_concurrency", 1)),
+        retry=RetryPolicy(
+            max_retries=int(retry.get("max_retries", 4)),
+            base_delay=float(retry.get("base_delay", 1.0)),
+            max_delay=float(retry.get("max_delay", 60.0)),
+        ),
+        show_progress=show_progress,
+    )

@@ -1,0 +1,1 @@
+"""Prompt builders: zero-knowledge few-shot examples, chat and plain-completion forms."""

@@ -1,0 +1,1 @@
+"""Views of results: the terminal, the end-of-run summary, and (later) the papers' tables."""

@@ -1,0 +1,51 @@
+"""The terminal view of one result: verdict, figures, and the best query shown in colour.
+
+Prompt text is dim, the part of the completion that matches the truth is green,
+the first wrong part is red, and the truth the model missed is shown in yellow.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.text import Text
+
+from tabmem.results import QueryRecord, TestResult, Verdict
+from tabmem.stats.scoring import common_prefix_length, strip_code_fence
+
+VERDICT_STYLE = {
+    Verdict.EVIDENCE: "bold red",
+    Verdict.AMBIGUOUS: "bold yellow",
+    Verdict.NO_EVIDENCE: "bold green",
+    Verdict.NOT_APPLICABLE: "dim",
+}
+
+
+def completion_text(record: QueryRecord, prompt_tail: int = 300, limit: int = 600) -> Text:
+    """Prompt tail, then the completion split into its correct and incorrect parts."""
+    prefix = str(record.extra.get("prefix", ""))[-prompt_tail:]
+    completion = strip_code_fence(record.completion)
+    matched = common_prefix_length(record.expected, completion)
+    text = Text()
+    text.append(prefix, style="dim")
+    text.append(completion[:matched][:limit], style="bold green")
+    text.append(completion[matched:][:limit], style="red")
+    if matched < len(record.expected):
+        text.append("\n-- the file goes on with --\n", style="dim italic")
+        text.append(record.expected[matched:][:limit], style="yellow")
+    return text
+
+
+def show_result(result: TestResult, console: Console, verbose: bool = True) -> None:
+    """Print the verdict line and, if ``verbose``, the best-scoring query."""
+    style = VERDICT_STYLE[result.verdict]
+    console.print(
+        f"[{style}]{result.verdict.value}[/] {result.test}: {result.reason} "
+        f"[dim]({result.n_hits}/{result.n_queries} queries)[/]"
+    )
+    if verbose and result.records:
+        best = max(result.records, key=lambda r: (r.score, r.extra.get("verbatim_chars", 0)))
+        title = (
+            f"best query (score {best.score:g}): prompt dim, correct green, wrong red, truth yellow"
+        )
+        console.print(Panel(completion_text(best), title=title, expand=False))

@@ -1,0 +1,1 @@
+"""Scoring, baselines, p-values, confidence intervals and verdicts."""

@@ -1,0 +1,1 @@
+"""The tests of knowledge, learning and memorization, one module per ``test=`` config."""

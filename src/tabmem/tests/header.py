@@ -1,0 +1,173 @@
+"""The header test: can the model continue the first rows of the CSV file verbatim?
+
+The prompt holds the header and the first rows of the file, cut inside one row;
+the model is asked for what follows. Splits at several rows give several chances
+and the best one counts. Few-shot examples (chat form only) come from other
+datasets, cut at the same row, so the model learns the task without seeing any
+part of the tested file beyond the prompt.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from tabmem.data import Dataset
+from tabmem.llm.base import GenerationParams, Request
+from tabmem.prompts.fewshot import chat_messages, few_shot_datasets, fit_to_context
+from tabmem.results import QueryRecord, TestResult, Verdict
+from tabmem.stats.scoring import strip_code_fence, verbatim_match
+from tabmem.tests.base import TestContext
+
+
+@dataclass(frozen=True)
+class HeaderSplit:
+    """The file's beginning cut inside data row ``row``: what the prompt shows, what follows."""
+
+    row: int
+    prefix: str
+    continuation: str
+
+
+def split_at_row(dataset: Dataset, row: int, n_rows: int, rng: random.Random) -> HeaderSplit | None:
+    """Cut data row ``row`` (1-based) at a seeded position; the continuation ends after ``n_rows``.
+
+    Returns None when the file has fewer rows than the split needs.
+    """
+    records = dataset.records
+    if row >= len(records) or row < 1:
+        return None
+    region = dataset.prefix_text(min(n_rows, len(records) - 1) + 1)
+    before = dataset.prefix_text(row)
+    cut_row = records[row]
+    if len(cut_row) < 2:
+        return HeaderSplit(row, before, region[len(before) :])
+    cut = rng.randint(1, len(cut_row) - 1)
+    prefix = before + cut_row[:cut]
+    return HeaderSplit(row, prefix, region[len(prefix) :])
+
+
+def _verdict(best_rows: int, evidence_rows: int) -> tuple[Verdict, str]:
+    if best_rows >= evidence_rows:
+        return Verdict.EVIDENCE, (
+            f"the model continued the file verbatim for {best_rows} rows "
+            f"(rule: >= {evidence_rows} rows is evidence)"
+        )
+    if best_rows >= 1:
+        return Verdict.AMBIGUOUS, (
+            f"the model completed {best_rows} row verbatim, fewer than the {evidence_rows} "
+            "needed for evidence"
+        )
+    return Verdict.NO_EVIDENCE, "the model reproduced no complete row of the file"
+
+
+def run_header_test(ctx: TestContext) -> TestResult:
+    """Ask for the continuation at each split; score rows and characters; best split decides."""
+    p = ctx.params
+    rng = random.Random(ctx.seed)
+    n_rows = int(p.get("n_rows", 12))
+    evidence_rows = int(p.get("evidence_rows", 2))
+    chat = ctx.model.prompt_form == "chat"
+    examples = (
+        few_shot_datasets(ctx.dataset, p.get("few_shot_pool", []), int(p.get("few_shot", 3)), rng)
+        if chat
+        else []
+    )
+
+    requests: list[Request] = []
+    splits: list[HeaderSplit] = []
+    dropped = 0
+    skipped_rows: list[int] = []
+    for row in p.get("split_rows", [2, 4, 6, 8]):
+        split = split_at_row(ctx.dataset, int(row), n_rows, rng)
+        if split is None:
+            skipped_rows.append(int(row))
+            continue
+        shots = [s for s in (split_at_row(d, int(row), n_rows, rng) for d in examples) if s]
+        params = GenerationParams(
+            max_tokens=ctx.model.count_tokens(split.continuation) + 16,
+            temperature=0.0,
+            seed=ctx.seed,
+        )
+
+        def build(
+            kept: int, split: HeaderSplit = split, shots: list = shots, params=params
+        ) -> Request:
+            if chat:
+                messages = chat_messages(
+                    str(p.get("system_prompt", "")),
+                    [(s.prefix, s.continuation) for s in shots[:kept]],
+                    split.prefix,
+                )
+                return Request(params=params, messages=messages)
+            return Request(params=params, prompt=split.prefix)
+
+        fitted = fit_to_context(
+            build, len(shots), ctx.model.count_tokens, ctx.model.context_window, params
+        )
+        if fitted.request is None:
+            skipped_rows.append(int(row))
+            continue
+        dropped += fitted.dropped_examples
+        requests.append(fitted.request)
+        splits.append(split)
+
+    responses = ctx.model.run(requests, description=f"header test on {ctx.dataset.name}")
+    records: list[QueryRecord] = []
+    best_rows, best_chars = 0, 0
+    for request, split, response in zip(requests, splits, responses, strict=True):
+        completion = strip_code_fence(response.text)
+        match = verbatim_match(split.continuation, completion, ctx.dataset.newline)
+        best_rows = max(best_rows, match.rows)
+        best_chars = max(best_chars, match.chars)
+        records.append(
+            QueryRecord(
+                prompt=request.as_text(),
+                expected=split.continuation,
+                completion=response.text,
+                score=float(match.rows),
+                error=response.error,
+                extra={
+                    "split_row": split.row,
+                    "prefix": split.prefix,
+                    "verbatim_chars": match.chars,
+                    "verbatim_rows": match.rows,
+                    "expected_rows": match.expected_rows,
+                },
+            )
+        )
+
+    if not records:
+        return TestResult(
+            test="header",
+            verdict=Verdict.NOT_APPLICABLE,
+            reason=f"no split fits the file and the context window (rows {skipped_rows})",
+            n_queries=0,
+            n_hits=0,
+            info={"skipped_split_rows": skipped_rows},
+        )
+    verdict, reason = _verdict(best_rows, evidence_rows)
+    hits = sum(1 for r in records if r.extra["verbatim_rows"] >= evidence_rows)
+    return TestResult(
+        test="header",
+        verdict=verdict,
+        reason=reason,
+        n_queries=len(records),
+        n_hits=hits,
+        rate=hits / len(records),
+        metrics={
+            "best_verbatim_rows": best_rows,
+            "best_verbatim_chars": best_chars,
+            "few_shot_examples": len(examples),
+            "few_shot_examples_dropped": dropped,
+            "splits_skipped": len(skipped_rows),
+        },
+        info={
+            "evidence_rule": f"best split reproduces >= {evidence_rows} complete rows verbatim",
+            "few_shot_datasets": [d.name for d in examples],
+            "prompt_form": ctx.model.prompt_form,
+            "prompt_shortened": dropped > 0 or bool(skipped_rows),
+            "skipped_split_rows": skipped_rows,
+        },
+        records=records,
+    )

@@ -1,0 +1,1 @@
+"""MLflow tracking: one run per grid cell, with prompts and completions as tables."""

@@ -1,0 +1,111 @@
+"""The MLflow store: created once under a file lock, written under the same lock.
+
+MLflow 3 refuses the plain-file store, and parallel jobs that create a fresh
+SQLite store at once fail in its migrations, so every access that writes goes
+through one inter-process lock beside the database.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+
+def default_tracking_uri(outputs_dir: Path) -> str:
+    return f"sqlite:///{(outputs_dir / 'mlflow.db').resolve()}"
+
+
+@dataclass
+class TrackingStore:
+    """An MLflow experiment in a given store, ready for one run per cell."""
+
+    uri: str
+    artifact_root: Path
+    experiment: str
+    lock_path: Path
+
+    def __post_init__(self) -> None:
+        import mlflow
+        from mlflow.tracking import MlflowClient
+
+        self._mlflow = mlflow
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        self.artifact_root.mkdir(parents=True, exist_ok=True)
+        with self.locked():
+            mlflow.set_tracking_uri(self.uri)
+            self.client = MlflowClient(tracking_uri=self.uri)
+            found = self.client.get_experiment_by_name(self.experiment)
+            if found is None:
+                self.experiment_id = self.client.create_experiment(
+                    self.experiment, artifact_location=self.artifact_root.resolve().as_uri()
+                )
+            else:
+                self.experiment_id = found.experiment_id
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        with FileLock(str(self.lock_path), timeout=600):
+            yield
+
+    def finished_run(self, config_hash: str) -> str | None:
+        """The id of a finished run of this exact cell configuration, if there is one."""
+        with self.locked():
+            runs = self.client.search_runs(
+                [self.experiment_id],
+                filter_string=(
+                    f"tags.config_hash = '{config_hash}' and attributes.status = 'FINISHED'"
+                ),
+                max_results=1,
+            )
+        return runs[0].info.run_id if runs else None
+
+    def log_cell(
+        self,
+        run_name: str,
+        tags: Mapping[str, str],
+        params: Mapping[str, Any],
+        metrics: Mapping[str, float],
+        tables: Mapping[str, Any],
+        texts: Mapping[str, str],
+        failed: bool,
+    ) -> str:
+        """Write one cell as one run (FINISHED or FAILED) and return its id."""
+        from mlflow.entities import Metric, Param, RunTag
+
+        with self.locked():
+            run = self.client.create_run(self.experiment_id, run_name=run_name, tags=dict(tags))
+            run_id = run.info.run_id
+            param_list = [Param(k, _param_value(v)) for k, v in params.items()]
+            metric_list = [Metric(k, float(v), 0, 0) for k, v in metrics.items() if _finite(v)]
+            for start in range(0, max(len(param_list), 1), 100):
+                self.client.log_batch(run_id, params=param_list[start : start + 100])
+            for start in range(0, max(len(metric_list), 1), 500):
+                self.client.log_batch(run_id, metrics=metric_list[start : start + 500])
+            self.client.log_batch(run_id, tags=[RunTag("mlflow.runName", run_name)])
+            for artifact_file, frame in tables.items():
+                self.client.log_table(run_id, data=frame, artifact_file=artifact_file)
+            for artifact_file, text in texts.items():
+                self.client.log_text(run_id, text, artifact_file)
+            self.client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
+        return run_id
+
+
+def _param_value(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= 6000 else text[:5997] + "..."
+
+
+def _finite(value: Any) -> bool:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return False
+    return number == number and abs(number) != float("inf")
