@@ -25,8 +25,8 @@ def main(cfg: DictConfig) -> None:
     from tabmem.runner import run_cell
 
     hydra_cfg = HydraConfig.get()
-    outcome = run_cell(cfg, OmegaConf.to_yaml(cfg), Path(hydra_cfg.runtime.output_dir))
-    if outcome.status == "failed" and hydra_cfg.mode == RunMode.RUN:
+    outcomes = run_cell(cfg, OmegaConf.to_yaml(cfg), Path(hydra_cfg.runtime.output_dir))
+    if any(o.status == "failed" for o in outcomes) and hydra_cfg.mode == RunMode.RUN:
         sys.exit(1)
 
 

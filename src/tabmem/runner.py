@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import traceback
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,8 @@ from rich.console import Console
 
 from tabmem.cell import Cell, cell_params, config_hash
 from tabmem.data import load_dataset
-from tabmem.errors import TabmemError
+from tabmem.data.transforms import apply_transform
+from tabmem.errors import ProviderError, TabmemError
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.registry import build_model
@@ -23,7 +24,7 @@ from tabmem.results import TestResult
 from tabmem.tests.base import TestContext, get_test
 from tabmem.tracking.store import TrackingStore, default_tracking_uri
 
-CELL_FILE = "cell.json"
+CELL_GLOB = "cell-*.json"
 
 
 @dataclass
@@ -43,8 +44,9 @@ class CellOutcome:
     cache_hits: int = 0
 
     def write(self, folder: Path) -> None:
+        """One file per test of the cell, read back by the end-of-run summary."""
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / CELL_FILE).write_text(json.dumps(asdict(self), indent=2))
+        (folder / f"cell-{self.test}.json").write_text(json.dumps(asdict(self), indent=2))
 
 
 def _outputs(cfg: Any) -> Path:
@@ -91,86 +93,170 @@ def headline(result: TestResult) -> str:
     return text
 
 
+def raise_if_every_query_failed(result: TestResult) -> None:
+    """A result built only from failed queries says nothing about the model: fail the cell."""
+    errors = [r.error for r in result.records if r.error]
+    if result.records and len(errors) == len(result.records):
+        raise ProviderError(f"All {len(errors)} queries failed; the first error: {errors[0]}")
+
+
+def test_plan(test_cfg: Any) -> list[tuple[str, Any]]:
+    """The tests a cell runs: one, or each member of a suite such as ``test=memorization``."""
+    suite = test_cfg.get("suite")
+    if not suite:
+        return [(str(test_cfg.name), test_cfg)]
+    return [(str(name), test_cfg[name]) for name in suite]
+
+
 def run_cell(
     cfg: Any, resolved_yaml: str, job_dir: Path, console: Console | None = None
-) -> CellOutcome:
-    """Run one cell end to end; never raises for a cell's own failure."""
+) -> list[CellOutcome]:
+    """Run one cell (every test of a suite) end to end; never raises for a cell's own failure."""
     console = console or Console()
-    cell = Cell.from_config(cfg)
-    params = cell_params(cfg)
-    digest = config_hash(params)
-    outcome = CellOutcome(**cell.tags(), status="failed")
     store = open_store(cfg)
-    tags = {**cell.tags(), "config_hash": digest, "sweep_dir": str(job_dir.parent)}
-
-    existing = None if cfg.force else store.finished_run(digest)
-    if existing:
-        outcome.status, outcome.run_id = "skipped", existing
-        outcome.message = "already finished (force=true runs it again)"
-        console.print(f"[dim]skip[/] {cell.run_name}: already finished as run {existing}")
+    suite = str(cfg.test.name) if cfg.test.get("suite") else ""
+    pending: list[tuple[Cell, dict[str, Any], Any]] = []
+    outcomes: list[CellOutcome] = []
+    for name, test_cfg in test_plan(cfg.test):
+        cell = replace(Cell.from_config(cfg), test=name)
+        params = cell_params({**cfg, "test": test_cfg})
+        existing = None if cfg.force else store.finished_run(config_hash(params))
+        if existing:
+            outcome = CellOutcome(**cell.tags(), status="skipped", run_id=existing)
+            outcome.message = "already finished (force=true runs it again)"
+            console.print(f"[dim]skip[/] {cell.run_name}: already finished as run {existing}")
+            outcomes.append(outcome)
+        else:
+            pending.append((cell, params, test_cfg))
+    if pending:
+        outcomes += _run_pending(cfg, store, pending, suite, resolved_yaml, job_dir, console)
+    for outcome in outcomes:
         outcome.write(job_dir)
-        return outcome
+    return outcomes
 
-    model: LanguageModel | None = None
+
+def _run_pending(
+    cfg: Any,
+    store: TrackingStore,
+    pending: list[tuple[Cell, dict[str, Any], Any]],
+    suite: str,
+    resolved_yaml: str,
+    job_dir: Path,
+    console: Console,
+) -> list[CellOutcome]:
+    """Load the data and the model once, then run and log each pending test."""
+    outcomes: list[CellOutcome] = []
     cache = ResponseCache(_outputs(cfg) / "cache" / "responses.sqlite")
+    model: LanguageModel | None = None
     try:
-        dataset = load_dataset(cfg.dataset)
-        model = build_model(
-            cfg.model, cache, _outputs(cfg) / "weights", show_progress=bool(cfg.progress)
-        )
-        result = get_test(str(cfg.test.name))(
-            TestContext(dataset=dataset, model=model, params=cfg.test, seed=int(cfg.seed))
-        )
-    except Exception as exc:
-        message = str(exc) if isinstance(exc, TabmemError) else f"{type(exc).__name__}: {exc}"
-        texts = {"config.yaml": resolved_yaml}
-        if not isinstance(exc, TabmemError):
-            texts["traceback.txt"] = traceback.format_exc()
-        outcome.run_id = store.log_cell(
-            cell.run_name,
-            {**tags, "verdict": "failed", "error": message[:5000]},
-            params,
-            {},
-            {},
-            texts,
-            failed=True,
-        )
-        outcome.message = message
-        console.print(f"[bold red]failed[/] {cell.run_name}: {message}")
-        outcome.write(job_dir)
-        return outcome
+        try:
+            dataset = apply_transform(load_dataset(cfg.dataset), cfg.transform, int(cfg.seed))
+            model = build_model(
+                cfg.model, cache, _outputs(cfg) / "weights", show_progress=bool(cfg.progress)
+            )
+        except Exception as exc:
+            return [
+                _log_failure(store, cell, params, suite, job_dir, resolved_yaml, exc, console)
+                for cell, params, _ in pending
+            ]
+        for cell, params, test_cfg in pending:
+            before = model.stats.as_dict()
+            try:
+                result = get_test(cell.test)(
+                    TestContext(dataset=dataset, model=model, params=test_cfg, seed=int(cfg.seed))
+                )
+                raise_if_every_query_failed(result)
+            except Exception as exc:
+                outcomes.append(
+                    _log_failure(store, cell, params, suite, job_dir, resolved_yaml, exc, console)
+                )
+                continue
+            calls = {k: v - before[k] for k, v in model.stats.as_dict().items()}
+            outcomes.append(
+                _log_result(
+                    store, cell, params, suite, job_dir, resolved_yaml, result, calls, cfg, console
+                )
+            )
+        return outcomes
     finally:
         if model is not None:
             model.close()
         cache.close()
 
+
+def _tags(cell: Cell, params: dict[str, Any], suite: str, job_dir: Path) -> dict[str, str]:
+    tags = {**cell.tags(), "config_hash": config_hash(params), "sweep_dir": str(job_dir.parent)}
+    if suite:
+        tags["suite"] = suite
+    return tags
+
+
+def _log_failure(
+    store: TrackingStore,
+    cell: Cell,
+    params: dict[str, Any],
+    suite: str,
+    job_dir: Path,
+    resolved_yaml: str,
+    exc: Exception,
+    console: Console,
+) -> CellOutcome:
+    """A failed cell: logged as a FAILED run with its error; one sentence on the terminal."""
+    message = str(exc) if isinstance(exc, TabmemError) else f"{type(exc).__name__}: {exc}"
+    texts = {"config.yaml": resolved_yaml}
+    if not isinstance(exc, TabmemError):
+        texts["traceback.txt"] = "".join(traceback.format_exception(exc))
+    tags = {**_tags(cell, params, suite, job_dir), "verdict": "failed", "error": message[:5000]}
+    run_id = store.log_cell(cell.run_name, tags, params, {}, {}, texts, failed=True)
+    console.print(f"[bold red]failed[/] {cell.run_name}: {message}")
+    return CellOutcome(**cell.tags(), status="failed", run_id=run_id, message=message)
+
+
+def _log_result(
+    store: TrackingStore,
+    cell: Cell,
+    params: dict[str, Any],
+    suite: str,
+    job_dir: Path,
+    resolved_yaml: str,
+    result: TestResult,
+    calls: dict[str, int],
+    cfg: Any,
+    console: Console,
+) -> CellOutcome:
+    """A finished cell: verdict, figures, every query and the config, as one FINISHED run."""
+    console.print(f"[bold]{cell.run_name}[/]")
     show_result(result, console, verbose=bool(cfg.show_queries))
-    metrics = {**result.all_metrics(), **model.stats.as_dict()}
-    outcome.run_id = store.log_cell(
+    metrics = {**result.all_metrics(), **calls}
+    summary = {
+        "verdict": result.verdict.value,
+        "reason": result.reason,
+        "metrics": metrics,
+        "info": result.info,
+    }
+    tags = {
+        **_tags(cell, params, suite, job_dir),
+        "verdict": result.verdict.value,
+        "reason": result.reason[:5000],
+    }
+    run_id = store.log_cell(
         cell.run_name,
-        {**tags, "verdict": result.verdict.value, "reason": result.reason[:5000]},
+        tags,
         params,
         metrics,
         {"queries.json": queries_table(result)} if result.records else {},
         {
             "config.yaml": resolved_yaml,
-            "result.yaml": yaml.safe_dump(
-                {
-                    "verdict": result.verdict.value,
-                    "reason": result.reason,
-                    "metrics": metrics,
-                    "info": result.info,
-                },
-                sort_keys=False,
-                allow_unicode=True,
-            ),
+            "result.yaml": yaml.safe_dump(summary, sort_keys=False, allow_unicode=True),
         },
         failed=False,
     )
-    outcome.status = "finished"
-    outcome.verdict = result.verdict.value
-    outcome.figure = headline(result)
-    outcome.model_calls = model.stats.model_calls
-    outcome.cache_hits = model.stats.cache_hits
-    outcome.write(job_dir)
-    return outcome
+    return CellOutcome(
+        **cell.tags(),
+        status="finished",
+        verdict=result.verdict.value,
+        figure=headline(result),
+        run_id=run_id,
+        model_calls=calls["model_calls"],
+        cache_hits=calls["cache_hits"],
+    )

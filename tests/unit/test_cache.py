@@ -24,7 +24,9 @@ def test_key_changes_with_model_api_base_and_every_parameter():
 
 
 def test_key_is_stable_for_equal_requests():
-    same = Request(params=GenerationParams(max_tokens=10), messages=({"role": "user", "content": "hi"},))
+    same = Request(
+        params=GenerationParams(max_tokens=10), messages=({"role": "user", "content": "hi"},)
+    )
     assert cache_key(dict(A), same) == cache_key(A, REQ)
 
 

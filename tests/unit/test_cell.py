@@ -1,7 +1,12 @@
 from tabmem.cell import Cell, cell_params, config_hash, flatten
 
 CFG = {
-    "model": {"name": "gpt-4", "api_key": "sk-secret", "api_key_env": "OPENAI_API_KEY", "max_tokens": 5},
+    "model": {
+        "name": "gpt-4",
+        "api_key": "sk-secret",
+        "api_key_env": "OPENAI_API_KEY",
+        "max_tokens": 5,
+    },
     "dataset": {"name": "iris", "file": "iris.csv"},
     "test": {"name": "header", "split_rows": [2, 4]},
     "transform": {"name": "original"},
@@ -19,7 +24,12 @@ def test_flatten_drops_secrets_but_keeps_token_limits():
 
 def test_cell_names_and_tags():
     cell = Cell.from_config(CFG)
-    assert cell.tags() == {"model": "gpt-4", "dataset": "iris", "test": "header", "transform": "original"}
+    assert cell.tags() == {
+        "model": "gpt-4",
+        "dataset": "iris",
+        "test": "header",
+        "transform": "original",
+    }
     assert cell.run_name == "gpt-4 | iris | header | original"
 
 

@@ -97,7 +97,10 @@ def test_concurrent_run_keeps_request_order():
     backend.chat = lambda messages, params: messages[0]["content"]
     model = LanguageModel(backend, "s", max_concurrency=8, show_progress=False)
     reqs = [
-        Request(params=GenerationParams(max_tokens=1), messages=({"role": "user", "content": str(i)},))
+        Request(
+            params=GenerationParams(max_tokens=1),
+            messages=({"role": "user", "content": str(i)},),
+        )
         for i in range(50)
     ]
     assert [r.text for r in model.run(reqs)] == [str(i) for i in range(50)]

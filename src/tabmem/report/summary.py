@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,15 +11,15 @@ from hydra.experimental.callback import Callback
 from rich.console import Console
 from rich.table import Table
 
-from tabmem.runner import CELL_FILE
+from tabmem.runner import CELL_GLOB
 
 STATUS_STYLE = {"finished": "green", "skipped": "dim", "failed": "bold red"}
 
 
 def read_outcomes(folder: Path) -> list[dict[str, Any]]:
     """Every cell outcome written under ``folder`` (one per job directory)."""
-    files = [folder / CELL_FILE] if (folder / CELL_FILE).is_file() else []
-    files += sorted(folder.glob(f"*/{CELL_FILE}"), key=lambda p: _job_number(p.parent.name))
+    files = sorted(folder.glob(CELL_GLOB))
+    files += sorted(folder.glob(f"*/{CELL_GLOB}"), key=lambda p: _job_number(p.parent.name))
     return [json.loads(f.read_text()) for f in files]
 
 
@@ -62,7 +63,7 @@ def print_summary(
     folder: Path, tracking_uri: str, experiment: str, console: Console | None = None
 ) -> None:
     """The summary table, the failures spelled out, and where MLflow keeps the runs."""
-    console = console or Console()
+    console = console or Console(width=None if sys.stdout.isatty() else 140)
     outcomes = read_outcomes(folder)
     if not outcomes:
         console.print(f"No cell outcomes under {folder}.")

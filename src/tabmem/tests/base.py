@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,13 +27,26 @@ class TestContext:
 
 
 TestFunction = Callable[[TestContext], TestResult]
+_REGISTRY: dict[str, TestFunction] = {}
+
+
+def register(name: str) -> Callable[[TestFunction], TestFunction]:
+    """Decorator: make a test function runnable as ``test=<name>``."""
+
+    def add(function: TestFunction) -> TestFunction:
+        _REGISTRY[name] = function
+        return function
+
+    return add
 
 
 def registry() -> dict[str, TestFunction]:
-    """Every runnable test, by the name its config gives."""
-    from tabmem.tests.header import run_header_test
+    """Every runnable test, by name; importing each module of the package registers it."""
+    import tabmem.tests as package
 
-    return {"header": run_header_test}
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{module.name}")
+    return dict(_REGISTRY)
 
 
 def get_test(name: str) -> TestFunction:

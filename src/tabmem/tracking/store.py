@@ -7,6 +7,7 @@ through one inter-process lock beside the database.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -37,6 +38,8 @@ class TrackingStore:
         from mlflow.tracking import MlflowClient
 
         self._mlflow = mlflow
+        for logger_name in ("mlflow", "alembic"):
+            logging.getLogger(logger_name).setLevel(logging.WARNING)
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
         self.artifact_root.mkdir(parents=True, exist_ok=True)
         with self.locked():

@@ -1,0 +1,559 @@
+"""Reference ("oracle") models with known answers, to check that the tests tell them apart.
+
+- ``MemorizerOracle`` has every dataset's canonical file by heart: the upper reference.
+- ``MarginalOracle`` knows the feature names and each feature's marginal distribution, but no
+  rows: knowledge without memorization.
+- ``NullOracle`` knows nothing and makes plausible text up: the lower reference.
+
+Each oracle reads one prompt text (for chat, the last user message: the system prompt and
+few-shot turns are ignored, so examples from other datasets cannot confuse it) and handles three
+kinds of prompt, checked in this order:
+
+1. A feature question: the prompt ends with ``Name =`` (or ``Name:``) for a feature, usually
+   after ``Name = value`` pairs (one per line, or joined by ", ") describing a row. The answer is
+   one value, with a leading space when it continues the prompt's last line.
+2. A CSV continuation: the prompt ends with CSV text of a dataset, maybe cut mid-field.
+3. An observation request: the prompt names a dataset (by its header, its feature names or its
+   name) without CSV text. The answer is one observation as ``Name = value`` pairs, in the pair
+   style the prompt uses (``" = "`` and ``", "`` when it shows none).
+
+Answers are deterministic given the prompt and the seed (temperature is ignored; vary the seed to
+draw other samples). They are cut at the first stop sequence and after ``4 * max_tokens``
+characters: an oracle token is 4 characters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import ClassVar
+
+from tabmem.data.dataset import Dataset
+
+CHARS_PER_TOKEN = 4
+"""An oracle token is 4 characters: ``max_chars = 4 * max_tokens``."""
+
+_CONSONANTS = "bdfgklmnprstvz"
+_VOWELS = "aeiou"
+_NUMBER = re.compile(r"-?(\d*)(?:\.(\d+))?")
+_DEFAULT_STYLE = (" = ", ", ")
+
+
+@dataclass(frozen=True)
+class OracleAnswer:
+    """An oracle's completion and why it ended: ``"stop"`` (done, or a stop sequence) or
+    ``"length"`` (``max_tokens`` reached)."""
+
+    text: str
+    finish_reason: str
+
+
+def rng_for(prompt_text: str, seed: int) -> random.Random:
+    """A random generator determined by the prompt and the seed alone."""
+    key = f"{seed}\x00{prompt_text}".encode("utf-8", "surrogatepass")
+    return random.Random(int.from_bytes(hashlib.sha256(key).digest()[:16], "big"))
+
+
+def _cut(draft: str, stop: Iterable[str], max_chars: int) -> OracleAnswer:
+    """Cut ``draft`` where a model stops: before the first stop sequence, or at ``max_chars``."""
+    visible = draft[:max_chars]
+    cuts = [at for at in (visible.find(s) for s in stop if s) if at >= 0]
+    if cuts:
+        return OracleAnswer(visible[: min(cuts)], "stop")
+    return OracleAnswer(visible, "length" if len(draft) > max_chars else "stop")
+
+
+def message_text(message: Mapping[str, object]) -> str:
+    """A chat message's text, whether its content is a string or a list of text parts."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
+    return ""
+
+
+def last_user_text(messages: Sequence[Mapping[str, object]]) -> str | None:
+    """The last user message's text, or None if there is no user message."""
+    users = [m for m in messages if m.get("role") == "user"]
+    return message_text(users[-1]) if users else None
+
+
+def raw_fields(record: str, delimiter: str) -> list[str]:
+    """Split one CSV record at delimiters outside quotes, keeping each field's exact text."""
+    if '"' not in record:
+        return record.split(delimiter)
+    fields, start, quoted = [], 0, False
+    for i, ch in enumerate(record):
+        if ch == '"':
+            quoted = not quoted
+        elif ch == delimiter and not quoted:
+            fields.append(record[start:i])
+            start = i + 1
+    fields.append(record[start:])
+    return fields
+
+
+def _clean(field: str) -> str:
+    """A raw CSV field as a value: surrounding whitespace and quotes removed."""
+    value = field.strip()
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        value = value[1:-1].replace('""', '"')
+    return value
+
+
+def _norm(value: str) -> str:
+    """A value as compared with a row's value: numbers by their float value, text as-is."""
+    value = _clean(value)
+    try:
+        return repr(float(value))
+    except ValueError:
+        return value
+
+
+def _lines(prompt: str) -> tuple[list[str], str]:
+    """The prompt's complete lines (terminators removed) and its last, unfinished line."""
+    *complete, partial = prompt.split("\n")
+    return [line.removesuffix("\r") for line in complete], partial
+
+
+def _lead(prompt: str, chat: bool) -> str:
+    """The space a one-value answer needs when it continues the prompt's last line."""
+    return "" if chat or not prompt or prompt[-1].isspace() else " "
+
+
+def _rows_until(first: str, make_row: Callable[[], str], newline: str, budget: int) -> str:
+    """``first`` followed by generated rows, each ending in ``newline``, until ``budget`` chars."""
+    parts, size = [first], len(first)
+    while size < budget:
+        row = make_row() + newline
+        parts.append(row)
+        size += len(row)
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """One ``Name = value`` pair found in a prompt; ``open`` marks a final ``Name =`` question."""
+
+    name: str
+    value: str
+    sep: str
+    after_comma: bool
+    open: bool
+
+
+@dataclass(frozen=True)
+class _Found:
+    """The dataset whose feature names the prompt's pairs use, and those pairs."""
+
+    table: _Table
+    pairs: list[_Pair]
+
+    @property
+    def question(self) -> _Pair | None:
+        return self.pairs[-1] if self.pairs[-1].open else None
+
+    @property
+    def style(self) -> tuple[str, str]:
+        """(separator, joiner) of the prompt's pairs, e.g. (" = ", ", ") or (": ", "\\n")."""
+        full = [p for p in self.pairs if p.value]
+        sep = full[0].sep if full else _DEFAULT_STYLE[0]
+        joiner = "\n" if len(self.pairs) > 1 and not self.pairs[1].after_comma else ", "
+        return sep, joiner
+
+
+class _Table:
+    """One dataset as the oracles see it: exact text, raw and clean fields, feature names."""
+
+    def __init__(self, dataset: Dataset) -> None:
+        self.dataset = dataset
+        self.text = dataset.text
+        self.delimiter = dataset.delimiter
+        self.newline = dataset.newline
+        self.header = dataset.header
+        self.names = [name.strip() for name in dataset.feature_names]
+        self.aliases = (dataset.name, *dataset.spec.aliases)
+
+    @cached_property
+    def raw_rows(self) -> list[list[str]]:
+        return [raw_fields(row, self.delimiter) for row in self.dataset.rows]
+
+    @cached_property
+    def raw_columns(self) -> list[list[str]]:
+        return [list(column) for column in zip(*self.raw_rows, strict=False)]
+
+    @cached_property
+    def raw_sets(self) -> list[set[str]]:
+        return [set(column) for column in self.raw_columns]
+
+    @cached_property
+    def clean_rows(self) -> list[list[str]]:
+        return [[_clean(field) for field in row] for row in self.raw_rows]
+
+    @cached_property
+    def clean_columns(self) -> list[list[str]]:
+        return [[_clean(field) for field in column] for column in self.raw_columns]
+
+    @cached_property
+    def norm_rows(self) -> list[list[str]]:
+        return [[_norm(field) for field in row] for row in self.raw_rows]
+
+    @cached_property
+    def _alternation(self) -> str:
+        names = sorted({n for n in self.names if n}, key=len, reverse=True)
+        return "|".join(re.escape(n) for n in names) or r"(?!)"
+
+    @cached_property
+    def _name_re(self) -> re.Pattern[str]:
+        return re.compile(rf"(?<!\w)(?:{self._alternation})(?!\w)")
+
+    @cached_property
+    def _pair_re(self) -> re.Pattern[str]:
+        return re.compile(
+            rf"(?:^|(?<=,))[ \t]*(?P<name>{self._alternation})(?P<sep>[ \t]*[=:][ \t]*)", re.M
+        )
+
+    def column(self, name: str) -> int:
+        return self.names.index(name)
+
+    def names_in(self, prompt: str) -> int:
+        """How many of this dataset's feature names the prompt mentions."""
+        return len(set(self._name_re.findall(prompt)))
+
+    def pairs(self, prompt: str) -> list[_Pair]:
+        """The ``Name = value`` pairs in the prompt whose names are this dataset's features."""
+        matches = list(self._pair_re.finditer(prompt))
+        pairs = []
+        for i, m in enumerate(matches):
+            end = matches[i + 1].start() if i + 1 < len(matches) else len(prompt)
+            region = prompt[m.end() : end]
+            value = region.split("\n", 1)[0].strip().removesuffix(",").strip()
+            after_comma = m.start() > 0 and prompt[m.start() - 1] == ","
+            is_open = i == len(matches) - 1 and not region.strip()
+            pairs.append(_Pair(m["name"], value, m["sep"], after_comma, is_open))
+        return pairs
+
+    def best_row(self, pairs: Sequence[_Pair], skip: str | None = None) -> int:
+        """The first row agreeing with the most of the given (non-empty) values."""
+        known = [(self.column(p.name), _norm(p.value)) for p in pairs if p.value and p.name != skip]
+        rows = self.norm_rows
+        return max(range(len(rows)), key=lambda r: sum(rows[r][j] == v for j, v in known))
+
+    def observation(self, values: Sequence[str], style: tuple[str, str]) -> str:
+        sep, joiner = style
+        return joiner.join(
+            f"{name}{sep}{value}" for name, value in zip(self.names, values, strict=False)
+        )
+
+
+class Oracle:
+    """What all oracles share: the datasets they know, the answer cut, the prompt kinds."""
+
+    model_name: ClassVar[str]
+
+    def __init__(self, datasets: Sequence[Dataset]) -> None:
+        self._tables = [_Table(d) for d in datasets if d.rows]
+
+    def generate(
+        self,
+        prompt_text: str,
+        max_tokens: int,
+        stop: Sequence[str],
+        seed: int,
+        temperature: float = 0.0,
+        *,
+        chat: bool = False,
+    ) -> str:
+        """The completion of ``prompt_text``; see ``answer``."""
+        return self.answer(prompt_text, max_tokens, stop, seed, temperature, chat=chat).text
+
+    def answer(
+        self,
+        prompt_text: str,
+        max_tokens: int,
+        stop: Sequence[str],
+        seed: int,
+        temperature: float = 0.0,
+        *,
+        chat: bool = False,
+    ) -> OracleAnswer:
+        """The completion and its finish reason; ``temperature`` is ignored (vary ``seed``).
+
+        ``chat`` says the text is a user message, so a one-value answer gets no leading space.
+        """
+        max_chars = CHARS_PER_TOKEN * max(max_tokens, 0)
+        draft = self._draft(prompt_text, rng_for(prompt_text, seed), max_chars + 1, chat)
+        return _cut(draft, stop, max_chars)
+
+    def _draft(self, prompt: str, rng: random.Random, budget: int, chat: bool) -> str:
+        """The uncut answer; generated text needs to run only ``budget`` characters long."""
+        raise NotImplementedError
+
+    def _find_pairs(self, prompt: str) -> _Found | None:
+        """The dataset with the most feature names among the prompt's pairs, and those pairs."""
+        best: _Found | None = None
+        best_count = 0
+        for table in self._tables:
+            pairs = table.pairs(prompt)
+            count = len({p.name for p in pairs})
+            if count > best_count:
+                best, best_count = _Found(table, pairs), count
+        return best
+
+    def _identify(self, prompt: str) -> _Table | None:
+        """The dataset the prompt is about: by its header, else its feature names, else its name."""
+        by_header = [(prompt.rfind(t.header), t) for t in self._tables if t.header in prompt]
+        if by_header:
+            return max(by_header, key=lambda pair: pair[0])[1]
+        counted = [(t.names_in(prompt), t) for t in self._tables]
+        counted = [(n, t) for n, t in counted if n >= 2 and 2 * n >= len(t.names)]
+        if counted:
+            return max(counted, key=lambda pair: pair[0])[1]
+        named = [(self._last_mention(prompt, t.aliases), t) for t in self._tables]
+        named = [(at, t) for at, t in named if at >= 0]
+        return max(named, key=lambda pair: pair[0])[1] if named else None
+
+    @staticmethod
+    def _last_mention(prompt: str, names: Iterable[str]) -> int:
+        """Where the last mention of any of ``names`` (as a whole word, any case) starts, or -1."""
+        starts = [
+            m.start()
+            for name in names
+            if name
+            for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", prompt, re.I)
+        ]
+        return max(starts, default=-1)
+
+
+@dataclass(frozen=True)
+class _Match:
+    """The prompt's longest suffix found in a dataset's text, and where it occurs there."""
+
+    table: _Table
+    prompt_start: int
+    text_end: int
+
+
+class MemorizerOracle(Oracle):
+    """Knows every dataset's canonical file verbatim.
+
+    CSV text is continued verbatim from the longest suffix of the prompt found in a file, when
+    that suffix looks like CSV rather than prose (see ``_is_csv``).
+    A feature question is answered from the real row that agrees with the most given values;
+    an observation request gets that row, or, with no values given, a real row drawn by seed.
+    """
+
+    model_name = "oracle-memorizer"
+
+    def _draft(self, prompt: str, rng: random.Random, budget: int, chat: bool) -> str:
+        found = self._find_pairs(prompt)
+        if found and found.question:
+            asked = found.question.name
+            row = found.table.best_row(found.pairs, skip=asked)
+            return _lead(prompt, chat) + found.table.clean_rows[row][found.table.column(asked)]
+        match = self._longest_match(prompt)
+        if match and self._is_csv(prompt, match):
+            return match.table.text[match.text_end : match.text_end + budget]
+        table = found.table if found else self._identify(prompt)
+        if table is None:
+            return ""
+        if found and any(p.value for p in found.pairs):
+            return table.observation(table.clean_rows[table.best_row(found.pairs)], found.style)
+        return table.observation(
+            rng.choice(table.clean_rows), found.style if found else _DEFAULT_STYLE
+        )
+
+    def _longest_match(self, prompt: str) -> _Match | None:
+        """The longest suffix of the prompt found in some file (a binary search on its length).
+
+        Among files holding it, one whose header is in the prompt wins, then the first; within
+        the file, the first occurrence.
+        """
+        tables = sorted(self._tables, key=lambda t: t.header not in prompt)
+
+        def holder(length: int) -> _Table | None:
+            suffix = prompt[len(prompt) - length :]
+            return next((t for t in tables if suffix in t.text), None)
+
+        # Invariant: the suffix of length `present` is found; the one of length `absent` is not.
+        present, absent = 0, min(len(prompt), max((len(t.text) for t in tables), default=0))
+        if absent and holder(absent):
+            present = absent
+        while absent - present > 1:
+            middle = (present + absent) // 2
+            if holder(middle):
+                present = middle
+            else:
+                absent = middle
+        table = holder(present) if present else None
+        if table is None:
+            return None
+        start = len(prompt) - present
+        return _Match(table, start, table.text.find(prompt[start:]) + present)
+
+    @staticmethod
+    def _is_csv(prompt: str, match: _Match) -> bool:
+        """Whether the matched suffix is CSV text rather than a chance overlap with prose: it
+        begins a prompt line and the file, or holds the delimiter and begins or spans a line."""
+        matched = prompt[match.prompt_start :]
+        at_line_start = match.prompt_start == 0 or prompt[match.prompt_start - 1] == "\n"
+        if at_line_start and match.text_end == len(matched):
+            return True
+        spans_line = "\n" in matched.rstrip("\r\n")
+        return match.table.delimiter in matched and (at_line_start or spans_line)
+
+
+class MarginalOracle(Oracle):
+    """Knows the feature names and each feature's marginal distribution, no rows.
+
+    CSV text (found by a header line, a header cut short, or a last row whose fields fit a
+    dataset's columns) is continued by drawing every field independently from its column's
+    raw values in the file, so formats match but real rows come back only by chance. A header
+    cut short is completed first. Questions and observation requests get marginal draws too.
+    """
+
+    model_name = "oracle-marginal"
+
+    def _draft(self, prompt: str, rng: random.Random, budget: int, chat: bool) -> str:
+        found = self._find_pairs(prompt)
+        if found and found.question:
+            column = found.table.clean_columns[found.table.column(found.question.name)]
+            return _lead(prompt, chat) + rng.choice(column)
+        complete, partial = _lines(prompt)
+        table = self._header_cut(partial)
+        if table:
+            return self._rows(table, table.header[len(partial) :] + table.newline, rng, budget)
+        table = self._csv_table(complete, partial)
+        if table:
+            return self._rows(table, self._finish_row(table, partial, rng), rng, budget)
+        table = found.table if found else self._identify(prompt)
+        if table is None:
+            return ""
+        style = found.style if found else _DEFAULT_STYLE
+        return table.observation([rng.choice(c) for c in table.clean_columns], style)
+
+    def _header_cut(self, partial: str) -> _Table | None:
+        """The dataset whose header the prompt's last line begins (3 characters at least)."""
+        if len(partial) < 3:
+            return None
+        return next(
+            (t for t in self._tables if t.header.startswith(partial) and t.header != partial), None
+        )
+
+    def _csv_table(self, complete: list[str], partial: str) -> _Table | None:
+        """The dataset whose CSV text the prompt ends with: the one of the last header line in
+        the prompt, else the one whose columns hold half or more of the last row's fields."""
+        for line in reversed([*complete, partial]):
+            table = next((t for t in self._tables if line and line == t.header), None)
+            if table:
+                return table
+        last = next((line for line in reversed(complete) if line.strip()), "")
+        scored = []
+        for table in self._tables:
+            fields = raw_fields(last, table.delimiter)
+            if len(fields) == len(table.raw_sets):
+                hits = sum(f in values for f, values in zip(fields, table.raw_sets, strict=True))
+                scored.append((hits / len(fields), table))
+        scored = [(score, t) for score, t in scored if score >= 0.5]
+        return max(scored, key=lambda pair: pair[0])[1] if scored else None
+
+    @staticmethod
+    def _finish_row(table: _Table, partial: str, rng: random.Random) -> str:
+        """The rest of the row ``partial`` began (all of it if empty), with its line end."""
+        columns = table.raw_columns
+        fields = raw_fields(partial, table.delimiter)
+        done, current = len(fields) - 1, fields[-1]
+        if done >= len(columns):
+            return table.newline
+        if current:
+            fitting = [v for v in columns[done] if v.startswith(current)]
+            rest = rng.choice(fitting)[len(current) :] if fitting else ""
+        else:
+            rest = rng.choice(columns[done])
+        rest += "".join(table.delimiter + rng.choice(c) for c in columns[done + 1 :])
+        return rest + table.newline
+
+    @staticmethod
+    def _rows(table: _Table, head: str, rng: random.Random, budget: int) -> str:
+        """``head`` followed by rows whose fields are independent marginal draws."""
+        columns = table.raw_columns
+
+        def make_row() -> str:
+            return table.delimiter.join(rng.choice(c) for c in columns)
+
+        return _rows_until(head, make_row, table.newline, budget)
+
+
+class NullOracle(Oracle):
+    """Knows nothing: writes plausible made-up text.
+
+    CSV text (a last complete line with two fields or more) is continued with made-up rows of
+    that many fields, numbers where that line has numbers and made-up words elsewhere. A prompt
+    ending in ``=`` or ``:`` gets a made-up value; anything else, a line of made-up words.
+    """
+
+    model_name = "oracle-null"
+
+    def __init__(self, datasets: Sequence[Dataset] = ()) -> None:
+        """The null oracle ignores ``datasets``; it takes them only to build like the others."""
+        super().__init__(datasets)
+
+    def _draft(self, prompt: str, rng: random.Random, budget: int, chat: bool) -> str:
+        if prompt.rstrip().endswith(("=", ":")):
+            return _lead(prompt, chat) + _made_up_like(rng.choice(["0", "word"]), rng)
+        complete, partial = _lines(prompt)
+        last = next((line for line in reversed(complete) if line.strip()), "")
+        delimiter = max(",;\t", key=last.count)
+        if last.count(delimiter) == 0:
+            return " ".join(_made_up_word(rng) for _ in range(8))
+        templates = raw_fields(last, delimiter)
+        newline = "\r\n" if "\r\n" in prompt else "\n"
+        fields = raw_fields(partial, delimiter)
+        done, current = len(fields) - 1, fields[-1]
+        head = ""
+        if done < len(templates):
+            head = _made_up_rest(current, rng) if current else _made_up_like(templates[done], rng)
+            head += "".join(delimiter + _made_up_like(t, rng) for t in templates[done + 1 :])
+        head += newline
+
+        def make_row() -> str:
+            return delimiter.join(_made_up_like(t, rng) for t in templates)
+
+        return _rows_until(head, make_row, newline, budget)
+
+
+def _made_up_word(rng: random.Random) -> str:
+    syllables = rng.randint(2, 3)
+    return "".join(rng.choice(_CONSONANTS) + rng.choice(_VOWELS) for _ in range(syllables))
+
+
+def _made_up_like(template: str, rng: random.Random) -> str:
+    """A made-up value shaped like ``template``: a number like a number, else a word."""
+    lead = template[: len(template) - len(template.lstrip())]
+    core = _clean(template)
+    number = _NUMBER.fullmatch(core)
+    if not number or not any(ch.isdigit() for ch in core):
+        word = _made_up_word(rng)
+        return lead + (word.capitalize() if core[:1].isupper() else word)
+    whole, decimals = number.groups()
+    value = str(rng.randrange(10 ** len(whole))) if whole else ""
+    if decimals:
+        value += "." + "".join(rng.choice("0123456789") for _ in decimals)
+    return lead + value
+
+
+def _made_up_rest(current: str, rng: random.Random) -> str:
+    """A made-up end for a field cut short: a digit after a digit, else a letter; closes quotes."""
+    rest = str(rng.randrange(10)) if current[-1].isdigit() else rng.choice(_VOWELS)
+    return rest + ('"' if current.count('"') % 2 else "")
+
+
+ORACLES: Mapping[str, type[Oracle]] = {
+    cls.model_name: cls for cls in (MemorizerOracle, MarginalOracle, NullOracle)
+}
+"""The oracle classes by the model name the server answers to."""

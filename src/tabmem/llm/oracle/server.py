@@ -1,0 +1,339 @@
+"""An OpenAI-compatible HTTP server for the oracle models, on 127.0.0.1, standard library only.
+
+Serving the oracles over real HTTP lets the harness reach them the way it reaches any model
+(litellm with an ``api_base``), so the whole request path is exercised.
+
+Endpoints: ``GET /v1/models``, ``POST /v1/chat/completions`` and ``POST /v1/completions``, with
+OpenAI's request and response shapes. ``model`` picks the oracle (``oracle-memorizer``,
+``oracle-marginal``, ``oracle-null``). A chat request's prompt text is its last user message.
+Without ``max_tokens`` a completion gets 16 tokens (OpenAI's default) and a chat reply 4096.
+Token counts in ``usage`` are characters / 4, rounded up, like the oracles' own tokens.
+
+Manual use: ``python -m tabmem.llm.oracle.server --port 8000`` prints the base URL and serves
+every dataset whose file is present until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+from tabmem.data import Dataset, dataset_specs, load_dataset
+from tabmem.errors import DatasetError
+from tabmem.llm.oracle.models import (
+    CHARS_PER_TOKEN,
+    ORACLES,
+    Oracle,
+    last_user_text,
+    message_text,
+)
+
+HOST = "127.0.0.1"
+DEFAULT_MAX_TOKENS = {"chat": 4096, "completion": 16}
+
+
+def load_available_datasets() -> list[Dataset]:
+    """Every configured dataset whose file is present; the others are skipped."""
+    datasets = []
+    for spec in dataset_specs().values():
+        try:
+            datasets.append(load_dataset(spec))
+        except DatasetError:
+            continue
+    return datasets
+
+
+class ApiError(Exception):
+    """A request the server refuses, with OpenAI's error fields."""
+
+    def __init__(
+        self,
+        status: HTTPStatus,
+        message: str,
+        code: str | None = None,
+        param: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.param = param
+
+    def payload(self) -> dict[str, Any]:
+        kind = "invalid_request_error" if self.status < 500 else "server_error"
+        return {
+            "error": {"message": str(self), "type": kind, "param": self.param, "code": self.code}
+        }
+
+
+def _tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def _int_param(body: dict[str, Any], name: str, default: int, minimum: int) -> int:
+    value = body.get(name)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ApiError(
+            HTTPStatus.BAD_REQUEST, f"'{name}' must be an integer >= {minimum}.", param=name
+        )
+    return value
+
+
+def _stop_param(body: dict[str, Any]) -> list[str]:
+    stop = body.get("stop")
+    if stop is None:
+        return []
+    if isinstance(stop, str):
+        return [stop]
+    if isinstance(stop, list) and all(isinstance(s, str) for s in stop):
+        return stop
+    raise ApiError(
+        HTTPStatus.BAD_REQUEST, "'stop' must be a string or a list of strings.", param="stop"
+    )
+
+
+class OracleServer:
+    """The oracles behind an OpenAI-compatible API on 127.0.0.1, served from a background thread.
+
+    ``request_count`` counts generation requests received (POSTs to a completions endpoint,
+    whatever their outcome), so tests can check that every query reached the server once.
+    """
+
+    def __init__(self, datasets: Sequence[Dataset] | None = None, port: int = 0) -> None:
+        datasets = load_available_datasets() if datasets is None else list(datasets)
+        self.oracles: dict[str, Oracle] = {name: cls(datasets) for name, cls in ORACLES.items()}
+        self._port = port
+        self._count = 0
+        self._lock = threading.Lock()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def request_count(self) -> int:
+        with self._lock:
+            return self._count
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI ``api_base``, e.g. ``http://127.0.0.1:PORT/v1``, once started."""
+        if self._httpd is None:
+            raise RuntimeError("The oracle server is not running; call start() first.")
+        return f"http://{HOST}:{self._httpd.server_address[1]}/v1"
+
+    def start(self) -> OracleServer:
+        """Bind the port and start serving in a daemon thread."""
+        if self._httpd is None:
+            self._httpd = _HTTPServer((HOST, self._port), self)
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever, name="oracle-server", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and release the port."""
+        if self._httpd is None:
+            return
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join()
+        self._httpd = None
+        self._thread = None
+
+    def __enter__(self) -> OracleServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def handle_get(self, path: str) -> tuple[HTTPStatus, dict[str, Any]]:
+        """The response (status, JSON body) to a GET request."""
+        if path != "/v1/models":
+            return _not_found(path)
+        models = [
+            {"id": name, "object": "model", "created": 0, "owned_by": "tabmem"}
+            for name in self.oracles
+        ]
+        return HTTPStatus.OK, {"object": "list", "data": models}
+
+    def handle_post(self, path: str, raw: bytes) -> tuple[HTTPStatus, dict[str, Any]]:
+        """The response (status, JSON body) to a POST request with body ``raw``."""
+        kinds = {"/v1/chat/completions": "chat", "/v1/completions": "completion"}
+        if path not in kinds:
+            return _not_found(path)
+        with self._lock:
+            self._count += 1
+        try:
+            return HTTPStatus.OK, self._generate(kinds[path], _parse_json(raw))
+        except ApiError as error:
+            return error.status, error.payload()
+
+    def _generate(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+        model = body.get("model")
+        oracle = self.oracles.get(model) if isinstance(model, str) else None
+        if oracle is None:
+            raise ApiError(
+                HTTPStatus.NOT_FOUND,
+                f"The model '{model}' does not exist; use one of {', '.join(self.oracles)}.",
+                code="model_not_found",
+                param="model",
+            )
+        if body.get("stream"):
+            raise ApiError(HTTPStatus.BAD_REQUEST, "Streaming is not supported.", param="stream")
+        if _int_param(body, "n", 1, 1) != 1:
+            raise ApiError(HTTPStatus.BAD_REQUEST, "Only n=1 is supported.", param="n")
+        if body.get("max_tokens") is None and "max_completion_tokens" in body:
+            body = {**body, "max_tokens": body["max_completion_tokens"]}
+        max_tokens = _int_param(body, "max_tokens", DEFAULT_MAX_TOKENS[kind], 0)
+        stop = _stop_param(body)
+        seed = _int_param(body, "seed", 0, -(2**63))
+        temperature = body.get("temperature")
+        temperature = float(temperature) if isinstance(temperature, int | float) else 1.0
+        prompts, prompt_chars = _prompts(kind, body)
+        choices = []
+        for index, prompt in enumerate(prompts):
+            answer = oracle.answer(prompt, max_tokens, stop, seed, temperature, chat=kind == "chat")
+            content: dict[str, Any] = (
+                {"message": {"role": "assistant", "content": answer.text}}
+                if kind == "chat"
+                else {"text": answer.text}
+            )
+            choices.append(
+                {"index": index, **content, "finish_reason": answer.finish_reason, "logprobs": None}
+            )
+        prompt_tokens = _tokens(prompt_chars)
+        completion_tokens = sum(
+            _tokens(c["message"]["content"] if kind == "chat" else c["text"]) for c in choices
+        )
+        return {
+            "id": f"{'chatcmpl' if kind == 'chat' else 'cmpl'}-{uuid.uuid4().hex}",
+            "object": "chat.completion" if kind == "chat" else "text_completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+
+
+def _parse_json(raw: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        message = f"The request body is not valid JSON ({exc})."
+        raise ApiError(HTTPStatus.BAD_REQUEST, message) from exc
+    if not isinstance(body, dict):
+        raise ApiError(HTTPStatus.BAD_REQUEST, "The request body must be a JSON object.")
+    return body
+
+
+def _prompts(kind: str, body: dict[str, Any]) -> tuple[list[str], str]:
+    """The prompt texts to answer, and all prompt characters (for ``usage``)."""
+    if kind == "chat":
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            raise ApiError(
+                HTTPStatus.BAD_REQUEST, "'messages' must be a list of objects.", param="messages"
+            )
+        text = last_user_text(messages)
+        if text is None:
+            raise ApiError(HTTPStatus.BAD_REQUEST, "There is no user message.", param="messages")
+        return [text], "".join(message_text(m) for m in messages)
+    prompt = body.get("prompt")
+    prompts = [prompt] if isinstance(prompt, str) else prompt
+    if not isinstance(prompts, list) or not prompts or not all(isinstance(p, str) for p in prompts):
+        raise ApiError(
+            HTTPStatus.BAD_REQUEST,
+            "'prompt' must be a string or a list of strings.",
+            param="prompt",
+        )
+    return prompts, "".join(prompts)
+
+
+def _not_found(path: str) -> tuple[HTTPStatus, dict[str, Any]]:
+    error = ApiError(HTTPStatus.NOT_FOUND, f"There is no endpoint {path}.", code="unknown_url")
+    return error.status, error.payload()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Turns HTTP requests into ``OracleServer.handle_*`` calls and their results into JSON."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "tabmem-oracle"
+    timeout = 60
+    server: _HTTPServer
+
+    def do_GET(self) -> None:
+        self._send(*self.server.app.handle_get(self.path.split("?", 1)[0]))
+
+    def do_POST(self) -> None:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            error = ApiError(HTTPStatus.BAD_REQUEST, "Content-Length is not a valid length.")
+            self._send(error.status, error.payload())
+            return
+        raw = self.rfile.read(length)
+        self._send(*self.server.app.handle_post(self.path.split("?", 1)[0], raw))
+
+    def _send(self, status: HTTPStatus, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: runs and tests should not print an access log."""
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], app: OracleServer) -> None:
+        super().__init__(address, _Handler)
+        self.app = app
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Serve the oracles over every available dataset until Ctrl-C."""
+    parser = argparse.ArgumentParser(
+        prog="python -m tabmem.llm.oracle.server", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free one)")
+    args = parser.parse_args(argv)
+    datasets = load_available_datasets()
+    with OracleServer(datasets, port=args.port) as server:
+        names = ", ".join(d.name for d in datasets) or "none"
+        print(server.base_url, flush=True)
+        print(f"Serving {', '.join(server.oracles)} over: {names}. Ctrl-C stops.", file=sys.stderr)
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()
