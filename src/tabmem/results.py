@@ -39,6 +39,9 @@ class TestResult:
 
     ``metrics`` holds every number worth logging (counts and rates); ``info`` holds
     non-numeric context (the chosen feature, the rule that decided the verdict).
+    ``tables`` (artifact file name -> pandas DataFrame, e.g. ``samples.json``) and
+    ``figures`` (file name -> matplotlib Figure, e.g. ``correlations.png``) are logged
+    as MLflow artifacts beside the query table.
     """
 
     __test__ = False  # not a pytest class
@@ -54,6 +57,8 @@ class TestResult:
     metrics: dict[str, float] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     records: list[QueryRecord] = field(default_factory=list)
+    tables: dict[str, Any] = field(default_factory=dict)
+    figures: dict[str, Any] = field(default_factory=dict)
 
     def all_metrics(self) -> dict[str, float]:
         """Every numeric figure of the result, under stable names, for logging."""

@@ -100,6 +100,15 @@ def raise_if_every_query_failed(result: TestResult) -> None:
         raise ProviderError(f"All {len(errors)} queries failed; the first error: {errors[0]}")
 
 
+def close_figures(result: TestResult) -> None:
+    """Free the result's matplotlib figures once they are logged."""
+    if result.figures:
+        import matplotlib.pyplot as plt
+
+        for figure in result.figures.values():
+            plt.close(figure)
+
+
 def test_plan(test_cfg: Any) -> list[tuple[str, Any]]:
     """The tests a cell runs: one, or each member of a suite such as ``test=memorization``."""
     suite = test_cfg.get("suite")
@@ -244,13 +253,15 @@ def _log_result(
         tags,
         params,
         metrics,
-        {"queries.json": queries_table(result)} if result.records else {},
+        {**({"queries.json": queries_table(result)} if result.records else {}), **result.tables},
         {
             "config.yaml": resolved_yaml,
             "result.yaml": yaml.safe_dump(summary, sort_keys=False, allow_unicode=True),
         },
         failed=False,
+        figures=result.figures,
     )
+    close_figures(result)
     return CellOutcome(
         **cell.tags(),
         status="finished",

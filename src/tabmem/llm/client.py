@@ -83,6 +83,10 @@ class LanguageModel:
         counted = self.backend.count_tokens(text)
         return counted if counted is not None else len(text) // 3 + 1
 
+    def tokenize(self, text: str) -> list[str] | None:
+        """``text`` in the model's own tokens, or None for models that do not expose them."""
+        return self.backend.tokenize(text)
+
     def run(self, requests: Sequence[Request], description: str = "queries") -> list[Response]:
         """Answer every request; failures become responses with ``error`` set, never exceptions."""
         if not requests:

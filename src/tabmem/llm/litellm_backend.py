@@ -118,6 +118,9 @@ class LiteLLMBackend:
     def count_tokens(self, text: str) -> int | None:
         return None
 
+    def tokenize(self, text: str) -> list[str] | None:
+        return None
+
     def close(self) -> None:
         """Nothing to release: litellm keeps no per-backend resources."""
 

@@ -77,6 +77,12 @@ class LlamaCppBackend:
         with self._lock:
             return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
+    def tokenize(self, text: str) -> list[str] | None:
+        with self._lock:
+            ids = self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+            pieces = [self._llm.detokenize([i]) for i in ids]
+        return [p.decode("utf-8", errors="replace") for p in pieces]
+
     def close(self) -> None:
         with self._lock:
             self._llm.close()

@@ -47,6 +47,9 @@ class OracleBackend:
     def count_tokens(self, text: str) -> int | None:
         return None
 
+    def tokenize(self, text: str) -> list[str] | None:
+        return None
+
     def close(self) -> None:
         self.server.stop()
 

@@ -79,6 +79,7 @@ class TrackingStore:
         tables: Mapping[str, Any],
         texts: Mapping[str, str],
         failed: bool,
+        figures: Mapping[str, Any] | None = None,
     ) -> str:
         """Write one cell as one run (FINISHED or FAILED) and return its id."""
         from mlflow.entities import Metric, Param, RunTag
@@ -97,6 +98,8 @@ class TrackingStore:
                 self.client.log_table(run_id, data=frame, artifact_file=artifact_file)
             for artifact_file, text in texts.items():
                 self.client.log_text(run_id, text, artifact_file)
+            for artifact_file, figure in (figures or {}).items():
+                self.client.log_figure(run_id, figure, artifact_file)
             self.client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
         return run_id
 
