@@ -24,6 +24,7 @@ SHIPPED = [
     "synthetic-novel",
 ]
 USER_PROVIDED = ["spaceship-titanic", "fico", "acs-income", "acs-travel", "pneumonia"]
+SERIES = ["wti-oil", "series"]  # time series for test=forecast (kind: series)
 SPECS = dataset_specs()
 PROVENANCE = load_provenance().by_file()
 
@@ -34,7 +35,7 @@ def loaded() -> dict[str, Dataset]:
 
 
 def test_every_expected_config_exists_and_nothing_else() -> None:
-    assert sorted(SPECS) == sorted(SHIPPED + USER_PROVIDED)
+    assert sorted(SPECS) == sorted(SHIPPED + USER_PROVIDED + SERIES)
 
 
 @pytest.mark.parametrize("name", SHIPPED + USER_PROVIDED)

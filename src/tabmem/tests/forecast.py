@@ -1,0 +1,505 @@
+"""The forecast test: does the model forecast a series better before a cutoff date than after?
+
+A model that saw a series during training can "forecast" the days it saw by recalling them;
+after its training cutoff it can only forecast. For each sampled step the model sees the
+previous ``window`` values (in chat form, one user/assistant turn per step; base models read
+them as CSV lines) and gives the next one. Each forecast is scored by the robust relative error
+``min(|ŷ − y| / |y|, cap)`` beside the naive forecast "the next value equals the last one",
+per period (calendar year by default), and the steps before the cutoff are compared with those
+after it: see ``decide`` for the rule and docs/forecast.md for what it means.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tabmem.data.series import Series, series_view
+from tabmem.errors import ConfigError
+from tabmem.llm.base import GenerationParams, Request
+from tabmem.prompts.fewshot import chat_messages, fit_to_context
+from tabmem.results import QueryRecord, TestResult, Verdict
+from tabmem.stats.forecast import (
+    ShiftTest,
+    block_bootstrap_interval,
+    parse_forecast,
+    robust_relative_error,
+    shift_test,
+)
+from tabmem.stats.scoring import strip_code_fence
+from tabmem.tests.base import TestContext, register
+
+PERIOD_FREQ = {"year": "Y", "quarter": "Q", "month": "M"}
+PERIODS_TABLE = "forecast_periods.json"
+FIGURE = "forecast_errors.png"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The test's parameters, read once from the config."""
+
+    cutoff: pd.Timestamp | None
+    freq: str
+    start: pd.Timestamp | None
+    end: pd.Timestamp | None
+    window: int
+    steps_per_period: int | None
+    cap: float
+    alpha: float
+    min_difference: float
+    min_steps: int
+    block_length: int
+    n_permutations: int
+    n_bootstrap: int
+    confidence: float
+
+    @classmethod
+    def from_params(cls, p: Any) -> Settings:
+        period = str(p.get("period", "year"))
+        if period not in PERIOD_FREQ:
+            raise ConfigError(
+                f"test.period is '{period}'; choose one of: {', '.join(PERIOD_FREQ)}."
+            )
+        per_period = p.get("steps_per_period", 20)
+        return cls(
+            cutoff=_date(p.get("cutoff"), "cutoff"),
+            freq=PERIOD_FREQ[period],
+            start=_date(p.get("start"), "start"),
+            end=_date(p.get("end"), "end"),
+            window=int(p.get("window", 20)),
+            steps_per_period=None if per_period is None else int(per_period),
+            cap=float(p.get("cap", 0.02)),
+            alpha=float(p.get("alpha", 0.05)),
+            min_difference=float(p.get("min_difference", 0.001)),
+            min_steps=int(p.get("min_steps", 10)),
+            block_length=int(p.get("block_length", 5)),
+            n_permutations=int(p.get("n_permutations", 9999)),
+            n_bootstrap=int(p.get("n_bootstrap", 1000)),
+            confidence=float(p.get("confidence", 0.95)),
+        )
+
+
+def _date(value: Any, name: str) -> pd.Timestamp | None:
+    if value is None or str(value) == "":
+        return None
+    try:
+        return pd.Timestamp(str(value))
+    except ValueError as exc:
+        raise ConfigError(f"test.{name} is '{value}', which is not a date (YYYY-MM-DD).") from exc
+
+
+def select_steps(series: Series, s: Settings, rng: random.Random) -> list[int]:
+    """Rows to forecast: those with a full window before them, inside [start, end], sampled
+    ``steps_per_period`` per period (all of them when that is None), in time order."""
+    by_period: dict[pd.Period, list[int]] = {}
+    for i in range(max(s.window, 1), len(series)):
+        date = series.dates[i]
+        if (s.start is None or date >= s.start) and (s.end is None or date <= s.end):
+            by_period.setdefault(date.to_period(s.freq), []).append(i)
+    chosen: list[int] = []
+    for rows in by_period.values():
+        take = len(rows) if s.steps_per_period is None else min(s.steps_per_period, len(rows))
+        chosen += sorted(rng.sample(rows, take))
+    return chosen
+
+
+def _fields(series: Series, description: str, window: int) -> dict[str, Any]:
+    return {
+        "description": description,
+        "window": window,
+        "date_name": series.date_name,
+        "value_name": series.value_name,
+    }
+
+
+def build_request(
+    series: Series, i: int, ctx: TestContext, s: Settings, description: str
+) -> Request:
+    """The chat turns (or, for base models, CSV lines) of the ``window`` steps before row ``i``,
+    ending with the question for row ``i``."""
+    p = ctx.params
+    fields = _fields(series, description, s.window)
+    rows = range(i - s.window, i)
+    max_tokens = int(p.get("max_tokens", 16))
+    if ctx.model.prompt_form == "chat":
+        question, answer = str(p.get("question")), str(p.get("answer"))
+        turns = [
+            (
+                question.format(**fields, date=series.date_text[j]),
+                answer.format(**fields, value=series.value_text[j]),
+            )
+            for j in rows
+        ]
+        system = str(p.get("system_prompt", "")).format(**fields)
+        messages = chat_messages(system, turns, question.format(**fields, date=series.date_text[i]))
+        params = GenerationParams(max_tokens=max_tokens, temperature=0.0, seed=ctx.seed)
+        return Request(params=params, messages=messages)
+    delimiter, newline = ctx.dataset.delimiter, ctx.dataset.newline
+    lines = [delimiter.join((series.date_name, series.value_name))]
+    lines += [series.date_text[j] + delimiter + series.value_text[j] for j in rows]
+    prompt = str(p.get("completion_preamble", "")).format(**fields) + newline.join(lines)
+    prompt += newline + series.date_text[i] + delimiter
+    params = GenerationParams(max_tokens=max_tokens, temperature=0.0, stop=("\n",), seed=ctx.seed)
+    return Request(params=params, prompt=prompt)
+
+
+@dataclass
+class Scored:
+    """Every queried step: where it is, the forecasts and their robust relative errors."""
+
+    rows: np.ndarray
+    periods: list[pd.Period]
+    after: np.ndarray
+    forecast: np.ndarray
+    model_error: np.ndarray
+    naive_error: np.ndarray
+    failed: np.ndarray
+
+    @property
+    def parsed(self) -> np.ndarray:
+        return ~np.isnan(self.forecast)
+
+    @property
+    def unparseable(self) -> np.ndarray:
+        return ~self.parsed & ~self.failed
+
+
+def _forecast(text: str, date_text: str, failed: bool) -> float:
+    """The number an answer gives, NaN for a failed query or an answer without a number."""
+    value = None if failed else parse_forecast(strip_code_fence(text), date_text)
+    return np.nan if value is None else value
+
+
+def score(
+    series: Series, rows: list[int], texts: list[str], failed: list[bool], s: Settings
+) -> Scored:
+    """Parse each answer and score it, and the naive forecast, against the true value."""
+    index = np.asarray(rows, dtype=int)
+    forecast = np.array(
+        [
+            _forecast(t, series.date_text[i], bad)
+            for i, t, bad in zip(rows, texts, failed, strict=True)
+        ],
+        dtype=float,
+    )
+    truth = series.values[index]
+    after = np.zeros(len(rows), dtype=bool)
+    if s.cutoff is not None:
+        after = np.asarray(series.dates[index] >= s.cutoff)
+    return Scored(
+        rows=index,
+        periods=[series.dates[i].to_period(s.freq) for i in rows],
+        after=after,
+        forecast=forecast,
+        model_error=robust_relative_error(forecast, truth, s.cap),
+        naive_error=robust_relative_error(series.values[index - 1], truth, s.cap),
+        failed=np.asarray(failed, dtype=bool),
+    )
+
+
+def side_of(period: pd.Period, cutoff: pd.Timestamp | None) -> str:
+    """Where a period lies: wholly before the cutoff, wholly after it, or across it."""
+    if cutoff is None:
+        return ""
+    if period.end_time < cutoff:
+        return "before"
+    return "after" if period.start_time >= cutoff else "spans"
+
+
+def _mean(values: np.ndarray) -> float:
+    return float(values.mean()) if len(values) else float("nan")
+
+
+def period_table(scored: Scored, s: Settings, rng: np.random.Generator) -> pd.DataFrame:
+    """One row per period: counts, the model's and the naive forecast's mean robust relative
+    error with block-bootstrap intervals. The model's error is over its parsed forecasts, the
+    naive one over every queried step (the same for every model)."""
+    labels = np.array([str(p) for p in scored.periods])
+    rows = []
+    for period in sorted(set(scored.periods)):
+        here = labels == str(period)
+        model = scored.model_error[here & scored.parsed]
+        naive = scored.naive_error[here]
+        interval = {
+            name: block_bootstrap_interval(values, s.block_length, s.n_bootstrap, s.confidence, rng)
+            for name, values in (("model", model), ("naive", naive))
+        }
+        rows.append(
+            {
+                "period": str(period),
+                "side": side_of(period, s.cutoff),
+                "start": period.start_time.date().isoformat(),
+                "end": period.end_time.date().isoformat(),
+                "n_queries": int(here.sum()),
+                "n_scored": len(model),
+                "n_unparseable": int((here & scored.unparseable).sum()),
+                "n_failed": int((here & scored.failed).sum()),
+                "model_error": _mean(model),
+                "model_low": interval["model"][0],
+                "model_high": interval["model"][1],
+                "naive_error": _mean(naive),
+                "naive_low": interval["naive"][0],
+                "naive_high": interval["naive"][1],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The two one-sided tests across the cutoff, on parsed forecasts only: the model's own
+    error, and its excess error over the naive forecast of the same steps."""
+
+    error: ShiftTest
+    excess: ShiftTest
+    n_before: int
+    n_after: int
+
+
+def compare(scored: Scored, s: Settings, rng: np.random.Generator) -> Comparison:
+    """Test whether errors are higher on/after the cutoff than before it."""
+    before = scored.parsed & ~scored.after
+    after = scored.parsed & scored.after
+    error = scored.model_error
+    excess = error - scored.naive_error
+    return Comparison(
+        error=shift_test(error[before], error[after], s.block_length, s.n_permutations, rng),
+        excess=shift_test(excess[before], excess[after], s.block_length, s.n_permutations, rng),
+        n_before=int(before.sum()),
+        n_after=int(after.sum()),
+    )
+
+
+def decide(c: Comparison, s: Settings) -> tuple[Verdict, str]:
+    """``evidence``: the model's error and its excess over the naive forecast are both
+    significantly lower before the cutoff (each one-sided test at ``alpha``; the larger p-value
+    is the result's) and the excess shifts by at least ``min_difference``. ``ambiguous``: the
+    model's error is lower before, but not (enough) relative to the naive forecast, so the
+    earlier periods may just have been easier. ``no_evidence`` otherwise."""
+    if c.n_before < s.min_steps or c.n_after < s.min_steps:
+        return Verdict.NOT_APPLICABLE, (
+            f"too few parsed forecasts around the cutoff ({c.n_before} before, {c.n_after} "
+            f"after; {s.min_steps} needed on each side)"
+        )
+    figures = (
+        f"mean error shift {100 * c.error.difference:+.2f} points (p={c.error.p_value:.2g}), "
+        f"excess over naive shift {100 * c.excess.difference:+.2f} points "
+        f"(p={c.excess.p_value:.2g})"
+    )
+    error_lower = c.error.p_value <= s.alpha
+    excess_lower = c.excess.p_value <= s.alpha and c.excess.difference >= s.min_difference
+    if error_lower and excess_lower:
+        return Verdict.EVIDENCE, f"the model forecasts better before the cutoff: {figures}"
+    if error_lower:
+        return Verdict.AMBIGUOUS, (
+            f"the model's error is lower before the cutoff but not enough relative to the naive "
+            f"forecast: {figures}"
+        )
+    return Verdict.NO_EVIDENCE, f"no significant improvement before the cutoff: {figures}"
+
+
+def error_figure(table: pd.DataFrame, title: str) -> Any:
+    """Per-period mean errors (in %) of the model and the naive forecast, with their intervals
+    and a dashed line where the cutoff falls."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(max(6.0, 0.3 * len(table) + 2.0), 3.8))
+    axes = figure.subplots()
+    x = np.arange(len(table))
+    for name, label in (("model", "model"), ("naive", "naive (last value)")):
+        mean = 100 * table[f"{name}_error"].to_numpy(dtype=float)
+        low = 100 * table[f"{name}_low"].to_numpy(dtype=float)
+        high = 100 * table[f"{name}_high"].to_numpy(dtype=float)
+        spread = np.nan_to_num(np.clip([mean - low, high - mean], 0, None))
+        axes.errorbar(x, mean, yerr=spread, fmt="o-", capsize=3, markersize=4, label=label)
+    later = np.flatnonzero(table["side"].isin(["after", "spans"]).to_numpy())
+    if len(later) and (table["side"] == "before").any():
+        axes.axvline(later[0] - 0.5, color="grey", linestyle="--", label="cutoff")
+    axes.set_xticks(x, table["period"], rotation=90)
+    axes.set_ylabel("robust mean relative error (%)")
+    axes.set_title(title)
+    axes.legend()
+    figure.tight_layout()
+    return figure
+
+
+def _records(
+    series: Series,
+    requests: list[Request],
+    scored: Scored,
+    texts: list[str],
+    errors: list,
+    s: Settings,
+) -> list[QueryRecord]:
+    records = []
+    for k, request in enumerate(requests):
+        i = int(scored.rows[k])
+        parsed = bool(scored.parsed[k])
+        error = float(scored.model_error[k]) if parsed else None
+        question = request.prompt if request.messages is None else request.messages[-1]["content"]
+        records.append(
+            QueryRecord(
+                prompt=request.as_text(),
+                expected=series.value_text[i],
+                completion=texts[k],
+                score=0.0 if error is None else 1.0 - error / s.cap,
+                error=errors[k],
+                extra={
+                    "date": series.date_text[i],
+                    "period": str(scored.periods[k]),
+                    "side": "after" if scored.after[k] else ("before" if s.cutoff else ""),
+                    "forecast": float(scored.forecast[k]) if parsed else None,
+                    "naive_forecast": float(series.values[i - 1]),
+                    "relative_error": error,
+                    "naive_relative_error": float(scored.naive_error[k]),
+                    "parsed": parsed,
+                    "prefix": question[-300:],
+                },
+            )
+        )
+    return records
+
+
+def _side_means(scored: Scored, after: bool) -> dict[str, float]:
+    side = scored.after == after
+    used = side & scored.parsed
+    name = "after" if after else "before"
+    return {
+        f"model_error_{name}": _mean(scored.model_error[used]),
+        f"naive_error_{name}": _mean(scored.naive_error[side]),
+        f"excess_{name}": _mean(scored.model_error[used] - scored.naive_error[used]),
+        f"n_scored_{name}": int(used.sum()),
+    }
+
+
+def _metrics(
+    scored: Scored, table: pd.DataFrame, comparison: Comparison | None, skipped: int, dropped: int
+) -> dict[str, float]:
+    metrics: dict[str, float] = {
+        "n_scored": int(scored.parsed.sum()),
+        "n_unparseable": int(scored.unparseable.sum()),
+        "steps_skipped": skipped,
+        "dropped_rows": dropped,
+    }
+    if comparison is not None:
+        before = table.loc[table["side"] == "before", "model_error"].dropna()
+        metrics |= _side_means(scored, after=False) | _side_means(scored, after=True)
+        metrics |= {
+            "before_period_min": float(before.min()) if len(before) else float("nan"),
+            "before_period_max": float(before.max()) if len(before) else float("nan"),
+            "shift_error": comparison.error.difference,
+            "shift_excess": comparison.excess.difference,
+            "p_value_error": comparison.error.p_value,
+            "p_value_excess": comparison.excess.p_value,
+        }
+    for row in table.itertuples():
+        metrics[f"model_error.{row.period}"] = row.model_error
+        metrics[f"naive_error.{row.period}"] = row.naive_error
+    return metrics
+
+
+def _not_applicable(reason: str, info: dict[str, Any] | None = None) -> TestResult:
+    return TestResult(
+        test="forecast",
+        verdict=Verdict.NOT_APPLICABLE,
+        reason=reason,
+        n_queries=0,
+        n_hits=0,
+        info=info or {},
+    )
+
+
+def _queries(
+    ctx: TestContext, series: Series, s: Settings, steps: list[int]
+) -> tuple[list[Request], list[int], int]:
+    """The request of each step that fits the context window; steps that do not are skipped."""
+    description = ctx.dataset.spec.description or f"the series '{ctx.dataset.name}'."
+    requests, rows, skipped = [], [], 0
+    for i in steps:
+        request = build_request(series, i, ctx, s, description)
+        fitted = fit_to_context(
+            lambda _kept, r=request: r,
+            0,
+            ctx.model.count_tokens,
+            ctx.model.context_window,
+            request.params,
+        )
+        if fitted.request is None:
+            skipped += 1
+            continue
+        requests.append(request)
+        rows.append(i)
+    return requests, rows, skipped
+
+
+@register("forecast")
+def run_forecast_test(ctx: TestContext) -> TestResult:
+    """Forecast sampled steps of the series; score them per period; compare across the cutoff."""
+    if ctx.dataset.spec.kind != "series":
+        return _not_applicable(
+            f"test=forecast needs a time series (a dataset with kind: series); "
+            f"'{ctx.dataset.name}' is {ctx.dataset.spec.kind}"
+        )
+    s = Settings.from_params(ctx.params)
+    series = series_view(ctx.dataset)
+    steps = select_steps(series, s, random.Random(ctx.seed))
+    requests, rows, skipped = _queries(ctx, series, s, steps)
+    if not requests:
+        return _not_applicable(
+            f"no step to forecast: the series has {len(series)} values, the window is "
+            f"{s.window}, and {skipped} step(s) did not fit the context window",
+            {"steps_skipped": skipped},
+        )
+    responses = ctx.model.run(requests, description=f"forecast test on {ctx.dataset.name}")
+    texts = [r.text for r in responses]
+    errors = [r.error for r in responses]
+    scored = score(series, rows, texts, [e is not None for e in errors], s)
+    rng = np.random.default_rng(ctx.seed)
+    table = period_table(scored, s, rng)
+    comparison = compare(scored, s, rng) if s.cutoff is not None else None
+    if comparison is None:
+        verdict, reason = Verdict.NOT_APPLICABLE, "no cutoff date: set test.cutoff=YYYY-MM-DD"
+    else:
+        verdict, reason = decide(comparison, s)
+    parsed = scored.parsed
+    return TestResult(
+        test="forecast",
+        verdict=verdict,
+        reason=reason,
+        n_queries=len(requests),
+        n_hits=int((parsed & (scored.model_error < scored.naive_error)).sum()),
+        rate=_mean(scored.model_error[parsed]),
+        baseline=_mean(scored.naive_error),
+        p_value=None
+        if comparison is None
+        else max(comparison.error.p_value, comparison.excess.p_value),
+        metrics=_metrics(scored, table, comparison, skipped, series.dropped_rows),
+        info=_info(ctx, series, s, table),
+        records=_records(series, requests, scored, texts, errors, s),
+        tables={PERIODS_TABLE: table},
+        figures={FIGURE: error_figure(table, f"{ctx.model.name} on {ctx.dataset.name}")},
+    )
+
+
+def _info(ctx: TestContext, series: Series, s: Settings, table: pd.DataFrame) -> dict[str, Any]:
+    return {
+        "cutoff": None if s.cutoff is None else s.cutoff.date().isoformat(),
+        "period": str(ctx.params.get("period", "year")),
+        "before_periods": table.loc[table["side"] == "before", "period"].tolist(),
+        "after_periods": table.loc[table["side"] == "after", "period"].tolist(),
+        "spanning_periods": table.loc[table["side"] == "spans", "period"].tolist(),
+        "series_range": [series.date_text[0], series.date_text[-1]],
+        "prompt_form": ctx.model.prompt_form,
+        "rate": "the model's robust mean relative error over its parsed forecasts",
+        "baseline": "the naive forecast's (next value = last value) over every queried step",
+        "n_hits": "parsed forecasts with a lower error than the naive forecast's",
+        "evidence_rule": (
+            f"model error and its excess over the naive forecast both lower before the cutoff "
+            f"(one-sided block permutation tests, each p <= {s.alpha}), excess shift >= "
+            f"{s.min_difference}"
+        ),
+    }
