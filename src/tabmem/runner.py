@@ -14,8 +14,9 @@ from rich.console import Console
 
 from tabmem.cell import Cell, cell_params, config_hash
 from tabmem.data import load_dataset
+from tabmem.data.registry import resolve_path, spec_from_config
 from tabmem.data.transforms import apply_transform
-from tabmem.errors import ProviderError, TabmemError
+from tabmem.errors import DatasetError, ProviderError, TabmemError
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.registry import build_model
@@ -100,6 +101,16 @@ def raise_if_every_query_failed(result: TestResult) -> None:
         raise ProviderError(f"All {len(errors)} queries failed; the first error: {errors[0]}")
 
 
+def info_tags(result: TestResult) -> dict[str, str]:
+    """Scalar ``info`` entries as ``info.<key>`` tags: reports read them without artifacts."""
+    scalars = (str, int, float, bool)
+    return {
+        f"info.{key}": str(value)[:5000]
+        for key, value in result.info.items()
+        if isinstance(value, scalars)
+    }
+
+
 def close_figures(result: TestResult) -> None:
     """Free the result's matplotlib figures once they are logged."""
     if result.figures:
@@ -117,6 +128,28 @@ def test_plan(test_cfg: Any) -> list[tuple[str, Any]]:
     return [(str(name), test_cfg[name]) for name in suite]
 
 
+def skip_reason(cfg: Any, test: str) -> str:
+    """Why a grid that sets ``skip_unrunnable: true`` skips a test of this cell ('' to run it).
+
+    Only grids skip (``conf/grid/paper.yaml``): a single run or a plain sweep still fails with
+    the error, so a missing file someone asked for by name is never passed over in silence.
+    """
+    from tabmem.llm.baselines import LEARNING_TESTS
+
+    if not cfg.get("skip_unrunnable"):
+        return ""
+    only = cfg.get("only_datasets")
+    if only and str(cfg.dataset.name) not in only:
+        return f"this part of the grid runs on {', '.join(map(str, only))} only"
+    if cfg.model.get("backend") == "baseline" and test not in LEARNING_TESTS:
+        return f"model '{cfg.model.name}' is a statistical baseline: it runs learning tests only"
+    try:
+        resolve_path(spec_from_config(cfg.dataset))
+    except DatasetError as exc:
+        return f"dataset file not present: {exc}"
+    return ""
+
+
 def run_cell(
     cfg: Any, resolved_yaml: str, job_dir: Path, console: Console | None = None
 ) -> list[CellOutcome]:
@@ -129,8 +162,12 @@ def run_cell(
     for name, test_cfg in test_plan(cfg.test):
         cell = replace(Cell.from_config(cfg), test=name)
         params = cell_params({**cfg, "test": test_cfg})
-        existing = None if cfg.force else store.finished_run(config_hash(params))
-        if existing:
+        reason = skip_reason(cfg, name)
+        existing = None if cfg.force or reason else store.finished_run(config_hash(params))
+        if reason:
+            outcomes.append(CellOutcome(**cell.tags(), status="skipped", message=reason))
+            console.print(f"[dim]skip[/] {cell.run_name}: {reason}")
+        elif existing:
             outcome = CellOutcome(**cell.tags(), status="skipped", run_id=existing)
             outcome.message = "already finished (force=true runs it again)"
             console.print(f"[dim]skip[/] {cell.run_name}: already finished as run {existing}")
@@ -245,6 +282,7 @@ def _log_result(
     }
     tags = {
         **_tags(cell, params, suite, job_dir),
+        **info_tags(result),
         "verdict": result.verdict.value,
         "reason": result.reason[:5000],
     }

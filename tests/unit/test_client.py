@@ -104,3 +104,46 @@ def test_concurrent_run_keeps_request_order():
         for i in range(50)
     ]
     assert [r.text for r in model.run(reqs)] == [str(i) for i in range(50)]
+
+
+def test_a_refused_model_stops_its_remaining_queries():
+    from tabmem.errors import ProviderError
+
+    backend = ScriptedBackend([ProviderError("Model 's' was refused (HTTP 401).")])
+    model = LanguageModel(backend, "s", retry=fast_retry(), show_progress=False)
+    responses = model.run([request(0), request(1), request(2)])
+    assert backend.calls == 1
+    assert "refused" in responses[0].error
+    assert all(r.error.startswith("not sent: ") for r in responses[1:])
+    assert model.stats.model_calls == 1 and model.stats.failures == 3
+
+
+def test_equal_requests_in_a_batch_are_sent_once():
+    backend = ScriptedBackend(["a", "b"])
+    model = LanguageModel(backend, "s", show_progress=False)
+    responses = model.run([request(0), request(1), request(0)])
+    assert [r.text for r in responses] == ["a", "b", "a"]
+    assert [r.cached for r in responses] == [False, False, True]
+    assert backend.calls == 2 and model.stats.cache_hits == 1
+
+
+def test_empty_answers_are_counted_and_cached(tmp_path):
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    backend = ScriptedBackend([""])
+    model = LanguageModel(backend, "s", cache=cache, show_progress=False)
+    assert model.run([request()])[0].text == ""
+    again = model.run([request()])[0]
+    assert again.cached and again.text == "" and again.error is None
+    assert backend.calls == 1 and model.stats.empty_answers == 2
+
+
+def test_retry_after_is_read_in_seconds_milliseconds_or_as_a_date():
+    from email.utils import formatdate
+
+    from tabmem.llm.litellm_backend import retry_after_seconds
+
+    assert retry_after_seconds({"Retry-After": "2.5"}) == 2.5
+    assert retry_after_seconds({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
+    assert retry_after_seconds({"Retry-After": formatdate(1000.0 + 30, usegmt=True)}, 1000.0) == 30
+    assert retry_after_seconds({"Retry-After": "soon"}) is None
+    assert retry_after_seconds({}) is None and retry_after_seconds(None) is None

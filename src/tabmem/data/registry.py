@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,16 @@ from tabmem.errors import ConfigError, DatasetError
 from tabmem.paths import conf_dir, data_dir
 
 _SPEC_FIELDS = set(DatasetSpec.__dataclass_fields__) - {"extra"}
+_LOADED_LIMIT = 32
+_memo_lock = threading.Lock()
+_specs_memo: dict[tuple, dict[str, DatasetSpec]] = {}
+_loaded_memo: OrderedDict[tuple, Dataset] = OrderedDict()
+
+
+def _stamp(path: Path) -> tuple[str, int, int]:
+    """A file's identity for the memos below: path, modification time and size."""
+    stat = path.stat()
+    return str(path.resolve()), stat.st_mtime_ns, stat.st_size
 
 
 def spec_from_config(cfg: Mapping[str, Any]) -> DatasetSpec:
@@ -28,15 +40,25 @@ def spec_from_config(cfg: Mapping[str, Any]) -> DatasetSpec:
 
 
 def dataset_specs(directory: Path | None = None) -> dict[str, DatasetSpec]:
-    """Every dataset config in ``conf/dataset/``, by name."""
+    """Every dataset config in ``conf/dataset/``, by name (parsed again only when a file changed:
+    few-shot builders ask for them once per query batch)."""
     directory = directory or conf_dir() / "dataset"
+    paths = sorted(directory.glob("*.yaml"))
+    key = tuple(_stamp(path) for path in paths)
+    with _memo_lock:
+        known = _specs_memo.get(key)
+    if known is not None:
+        return dict(known)
     specs = {}
-    for path in sorted(directory.glob("*.yaml")):
+    for path in paths:
         cfg = OmegaConf.to_container(OmegaConf.load(path), resolve=False)
         if isinstance(cfg, dict) and "name" in cfg:
             spec = spec_from_config(cfg)
             specs[spec.name] = spec
-    return specs
+    with _memo_lock:
+        _specs_memo.clear()
+        _specs_memo[key] = specs
+    return dict(specs)
 
 
 def resolve_path(spec: DatasetSpec) -> Path:
@@ -99,9 +121,23 @@ def validate_csv(text: str, delimiter: str, name: str, path: Path) -> None:
 
 
 def load_dataset(cfg: Mapping[str, Any] | DatasetSpec) -> Dataset:
-    """Load a dataset from its config (or spec), checking the file is a well-formed CSV."""
+    """Load a dataset from its config (or spec), checking the file is a well-formed CSV.
+
+    The same spec over an unchanged file gives the same (immutable) ``Dataset`` again, so a
+    process that builds many prompts reads, checks and splits each file once.
+    """
     spec = cfg if isinstance(cfg, DatasetSpec) else spec_from_config(cfg)
     path = resolve_path(spec)
+    key = (repr(spec), *_stamp(path))
+    with _memo_lock:
+        if key in _loaded_memo:
+            _loaded_memo.move_to_end(key)
+            return _loaded_memo[key]
     text = read_canonical_text(path, spec.name)
     validate_csv(text, spec.delimiter, spec.name, path)
-    return Dataset(spec=spec, path=path, text=text)
+    dataset = Dataset(spec=spec, path=path, text=text)
+    with _memo_lock:
+        _loaded_memo[key] = dataset
+        while len(_loaded_memo) > _LOADED_LIMIT:
+            _loaded_memo.popitem(last=False)
+    return dataset

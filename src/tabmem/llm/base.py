@@ -81,3 +81,15 @@ class Backend(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class LogprobBackend(Protocol):
+    """A backend that can also score text (optional; the log-probability tests need it).
+
+    ``logprobs`` gives the log-probability of each of ``text``'s tokens, read after
+    ``context``; None when this model cannot give them. A backend may add
+    ``logprobs_batch(items: list[tuple[str, str]])`` ((context, text) pairs) to score many at once.
+    """
+
+    def logprobs(self, text: str, context: str = "") -> list[float] | None: ...

@@ -1,4 +1,12 @@
-"""A backend made fit for a grid: cached, concurrent, retried, with a progress bar."""
+"""A backend made fit for a grid: cached, concurrent, retried, with a progress bar.
+
+Every answer is written to the cache the moment it arrives, so a crash loses none; identical
+requests in one batch are sent once; transient failures are retried with exponential backoff
+and jitter, never sooner than the server's Retry-After, which also pauses every other worker of
+the model; a provider that refuses the model (wrong key, unknown model) stops the batch's
+remaining queries from being sent at all. Empty completions are answers (cached, counted in
+``empty_answers``); the tests score them as misses.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +19,7 @@ from dataclasses import dataclass, field
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from tabmem.errors import TransientProviderError
+from tabmem.errors import ProviderError, TransientProviderError
 from tabmem.llm.base import Backend, Request, Response
 from tabmem.llm.cache import ResponseCache, cache_key
 
@@ -24,6 +32,7 @@ class CallStats:
     cache_hits: int = 0
     retries: int = 0
     failures: int = 0
+    empty_answers: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, **counts: int) -> None:
@@ -37,6 +46,7 @@ class CallStats:
             "cache_hits": self.cache_hits,
             "retries": self.retries,
             "failed_calls": self.failures,
+            "empty_answers": self.empty_answers,
         }
 
 
@@ -52,6 +62,22 @@ class RetryPolicy:
         backoff = min(self.max_delay, self.base_delay * (2**attempt))
         backoff *= 0.5 + random.random() / 2
         return max(backoff, retry_after or 0.0)
+
+
+class _Pause:
+    """A model-wide "not before" time: a server's Retry-After holds back every worker."""
+
+    def __init__(self) -> None:
+        self._until = 0.0
+        self._lock = threading.Lock()
+
+    def hold(self, seconds: float) -> None:
+        with self._lock:
+            self._until = max(self._until, time.monotonic() + seconds)
+
+    def wait(self) -> None:
+        while (left := self._until - time.monotonic()) > 0:
+            time.sleep(left)
 
 
 class LanguageModel:
@@ -77,6 +103,8 @@ class LanguageModel:
         self.retry = retry or RetryPolicy()
         self.show_progress = show_progress
         self.stats = CallStats()
+        self._pause = _Pause()
+        self._refused: str | None = None
 
     def count_tokens(self, text: str) -> int:
         """Tokens as the backend counts them, else a cautious estimate of one per 3 characters."""
@@ -87,22 +115,51 @@ class LanguageModel:
         """``text`` in the model's own tokens, or None for models that do not expose them."""
         return self.backend.tokenize(text)
 
+    def logprobs(self, requests: Sequence, description: str = "log-probabilities") -> list | None:
+        """Per-token log-probabilities of each ``ScoreRequest`` (cached), or None when the
+        backend gives none; see ``tabmem.llm.logprobs``."""
+        from tabmem.llm.logprobs import score_texts
+
+        return score_texts(self, requests, description)
+
     def run(self, requests: Sequence[Request], description: str = "queries") -> list[Response]:
-        """Answer every request; failures become responses with ``error`` set, never exceptions."""
+        """Answer every request; failures become responses with ``error`` set, never exceptions.
+
+        Requests with equal cache keys are sent once; the copies count as cache hits.
+        """
         if not requests:
             return []
+        keys = [cache_key(self.backend.identity, r) for r in requests]
+        unique = dict(zip(keys, requests, strict=True))
         with self._progress() as progress:
-            task = progress.add_task(f"{self.name}: {description}", total=len(requests))
+            task = progress.add_task(f"{self.name}: {description}", total=len(unique))
 
-            def answer(request: Request) -> Response:
-                response = self._answer(request)
+            def answer(item: tuple[str, Request]) -> Response:
+                response = self._answer(*item)
                 progress.advance(task)
                 return response
 
-            if self.max_concurrency == 1:
-                return [answer(r) for r in requests]
-            with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
-                return list(pool.map(answer, requests))
+            if self.max_concurrency == 1 or len(unique) == 1:
+                answers = [answer(item) for item in unique.items()]
+            else:
+                workers = min(self.max_concurrency, len(unique))
+                with ThreadPoolExecutor(max_workers=workers) as pool:
+                    answers = list(pool.map(answer, unique.items()))
+        by_key = dict(zip(unique, answers, strict=True))
+        return self._expand(keys, by_key)
+
+    def _expand(self, keys: list[str], by_key: dict[str, Response]) -> list[Response]:
+        """One response per request, in order; repeated keys get a cached copy."""
+        seen: set[str] = set()
+        out = []
+        for key in keys:
+            response = by_key[key]
+            if key in seen:
+                self.stats.add(cache_hits=1)
+                response = Response(response.text, True, response.error, dict(response.usage))
+            seen.add(key)
+            out.append(response)
+        return out
 
     def _progress(self) -> Progress:
         return Progress(
@@ -114,38 +171,50 @@ class LanguageModel:
             transient=True,
         )
 
-    def _answer(self, request: Request) -> Response:
-        key = cache_key(self.backend.identity, request)
+    def _answer(self, key: str, request: Request) -> Response:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                self.stats.add(cache_hits=1)
+                self.stats.add(cache_hits=1, empty_answers=int(hit == ""))
                 return Response(text=hit, cached=True)
         response = self._call_with_retries(request)
-        if response.error is None and self.cache is not None:
-            self.cache.put(key, self.name, response.text)
+        if response.error is None:
+            self.stats.add(empty_answers=int(response.text == ""))
+            if self.cache is not None:
+                self.cache.put(key, self.name, response.text)
         return response
 
     def _call_with_retries(self, request: Request) -> Response:
         attempt = 0
         while True:
+            self._pause.wait()
+            if self._refused is not None:
+                self.stats.add(failures=1)
+                return Response(text="", error=f"not sent: {self._refused}")
             self.stats.add(model_calls=1)
             try:
-                if request.messages is not None:
-                    text = self.backend.chat(list(request.messages), request.params)
-                else:
-                    text = self.backend.complete(request.prompt or "", request.params)
-                return Response(text=text or "")
+                return Response(text=self._call(request) or "")
             except TransientProviderError as exc:
                 if attempt >= self.retry.max_retries:
                     self.stats.add(failures=1)
                     return Response(text="", error=f"gave up after {attempt + 1} tries: {exc}")
                 self.stats.add(retries=1)
+                if exc.retry_after:
+                    self._pause.hold(exc.retry_after)
                 time.sleep(self.retry.delay(attempt, exc.retry_after))
                 attempt += 1
+            except ProviderError as exc:
+                self._refused = str(exc)
+                self.stats.add(failures=1)
+                return Response(text="", error=str(exc))
             except Exception as exc:
                 self.stats.add(failures=1)
                 return Response(text="", error=f"{type(exc).__name__}: {exc}")
+
+    def _call(self, request: Request) -> str:
+        if request.messages is not None:
+            return self.backend.chat(list(request.messages), request.params)
+        return self.backend.complete(request.prompt or "", request.params)
 
     def close(self) -> None:
         self.backend.close()

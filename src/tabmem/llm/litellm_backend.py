@@ -1,25 +1,76 @@
-"""API providers and any OpenAI-compatible server (vLLM, llama.cpp server, Ollama) via litellm."""
+"""API providers through litellm; self-hosted OpenAI-compatible servers over plain HTTP.
+
+Retries happen in ``tabmem.llm.client`` only. A model named ``openai/<name>`` or
+``text-completion-openai/<name>`` with an ``api_base`` (vLLM, llama.cpp server, Ollama, the
+oracles) is reached directly by ``tabmem.llm.openai_http`` (``transport="auto"``): such servers
+speak OpenAI's API as-is, and the direct path costs about a seventh of litellm's CPU per request.
+Everything else goes through litellm with ``num_retries=0`` and, for OpenAI-compatible
+providers, one ``openai.OpenAI`` client per backend built with ``max_retries=0`` (the SDK
+retries twice by default), so a server sees one request per try either way; that client also
+keeps connections alive (without it litellm builds a new client, and TLS context, for every
+plain completion).
+
+Errors come out in three kinds: ``TransientProviderError`` (timeout, 429, 5xx, dropped
+connection, an unreadable reply: worth retrying, with the server's Retry-After), ``ProviderError``
+(a wrong key, a model the server does not have: no later query can succeed either) and
+``QueryError`` (this one query was refused). Their messages never hold the API key.
+"""
 
 from __future__ import annotations
 
+import email.utils
+import json
+import logging
 import os
+import time
+from collections.abc import Mapping
 from typing import Any
 
-from tabmem.errors import ProviderError, TransientProviderError
+from tabmem.errors import ConfigError, ProviderError, TransientProviderError
 from tabmem.llm.base import GenerationParams, Message
+from tabmem.llm.openai_http import OpenAICompatibleClient, QueryError
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+OPENAI_PROVIDERS = ("openai", "text-completion-openai")
+FATAL_STATUS = (401, 403, 404)
+TRANSPORTS = ("auto", "litellm")
 
-def _retry_after(exc: Exception) -> float | None:
-    """The Retry-After header of a provider's error response, in seconds, if it sent one."""
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None) or {}
-    value = headers.get("retry-after") or headers.get("Retry-After")
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
+__all__ = ["LiteLLMBackend", "QueryError", "retry_after_seconds"]
+
+
+def retry_after_seconds(
+    headers: Mapping[str, str] | None, now: float | None = None
+) -> float | None:
+    """The wait a server asks for: ``retry-after-ms``, or ``Retry-After`` in seconds or as an
+    HTTP date; None when it asks for none."""
+    if not headers:
         return None
+    lower = {str(k).lower(): str(v) for k, v in headers.items()}
+    try:
+        if "retry-after-ms" in lower:
+            return max(0.0, float(lower["retry-after-ms"]) / 1000)
+        if "retry-after" in lower:
+            return max(0.0, float(lower["retry-after"]))
+    except ValueError:
+        pass
+    value = lower.get("retry-after")
+    if value is None:
+        return None
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, moment.timestamp() - (time.time() if now is None else now))
+
+
+def _error_headers(exc: Exception) -> Mapping[str, str] | None:
+    """The response headers litellm kept with its exception (it does not put them on
+    ``exc.response``), else those of the response itself."""
+    headers = getattr(exc, "litellm_response_headers", None)
+    if not headers:
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+    return headers or None
 
 
 class LiteLLMBackend:
@@ -39,7 +90,12 @@ class LiteLLMBackend:
         completion_model: str | None = None,
         timeout: float = 60.0,
         extra_params: dict[str, Any] | None = None,
+        transport: str = "auto",
     ) -> None:
+        if transport not in TRANSPORTS:
+            raise ConfigError(
+                f"Model '{name}' has transport '{transport}'; use one of {', '.join(TRANSPORTS)}."
+            )
         if api_base_env and not api_base:
             api_base = os.environ.get(api_base_env)
             if not api_base:
@@ -55,50 +111,115 @@ class LiteLLMBackend:
                     f"Model '{name}' needs an API key in ${api_key_env}; export it, or run "
                     "a local model such as model=smollm2-135m."
                 )
-        import litellm
-
-        self._litellm = litellm
+        self.name = name
         self.model = model
         self.completion_model = completion_model or model
         self.api_base = api_base
         self.timeout = timeout
         self.extra_params = dict(extra_params or {})
-        self.identity = {"provider": "litellm", "model": model, "api_base": api_base or ""}
+        self._openai_client: Any = None
+        self._litellm: Any = None
+        self._direct: OpenAICompatibleClient | None = None
+        if transport == "auto" and api_base:
+            self._direct = OpenAICompatibleClient(
+                api_base, self._api_key, timeout, name, retry_after_seconds
+            )
+        self.identity = {
+            "provider": "litellm",
+            "model": model,
+            "completion_model": self.completion_model,
+            "api_base": api_base or "",
+        }
+        if self.extra_params:
+            self.identity["extra_params"] = json.dumps(self.extra_params, sort_keys=True)
 
-    def _common(self, params: GenerationParams) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {
+    def _body(self, params: GenerationParams) -> dict[str, Any]:
+        """The generation parameters as OpenAI's API names them."""
+        body: dict[str, Any] = {
             "max_tokens": params.max_tokens,
             "temperature": params.temperature,
             "top_p": params.top_p,
             "seed": params.seed,
-            "timeout": self.timeout,
-            "num_retries": 0,
             **self.extra_params,
         }
         if params.stop:
-            kwargs["stop"] = list(params.stop)
+            body["stop"] = list(params.stop)
+        return body
+
+    def _common(self, params: GenerationParams, model: str) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": model,
+            **self._body(params),
+            "timeout": self.timeout,
+            "num_retries": 0,
+            "max_retries": 0,
+        }
         if self.api_base:
             kwargs["api_base"] = self.api_base
         kwargs["api_key"] = self._api_key or "unused"
+        client = self._client_for(model)
+        if client is not None:
+            kwargs["client"] = client
         return kwargs
 
+    def _lite(self) -> Any:
+        """litellm, imported on first use (the direct path never needs it)."""
+        if self._litellm is None:
+            import litellm
+
+            litellm.suppress_debug_info = True
+            logging.getLogger("LiteLLM").setLevel(logging.WARNING)
+            self._litellm = litellm
+        return self._litellm
+
+    def _client_for(self, model: str) -> Any:
+        """The shared ``openai.OpenAI`` client (no SDK retries) for OpenAI-compatible providers."""
+        try:
+            provider = self._lite().get_llm_provider(model)[1]
+        except Exception:
+            return None
+        if provider not in OPENAI_PROVIDERS:
+            return None
+        if self._openai_client is None:
+            import openai
+
+            self._openai_client = openai.OpenAI(
+                api_key=self._api_key or "unused",
+                base_url=self.api_base or None,
+                timeout=self.timeout,
+                max_retries=0,
+            )
+        return self._openai_client
+
+    def _direct_name(self, model: str) -> str | None:
+        """The server's model name when ``model`` goes over the direct path, else None."""
+        if self._direct is None:
+            return None
+        provider, _, served = model.partition("/")
+        return served if provider in OPENAI_PROVIDERS and served else None
+
     def chat(self, messages: list[Message], params: GenerationParams) -> str:
-        response = self._call(
-            self._litellm.completion, model=self.model, messages=messages, **self._common(params)
-        )
+        served = self._direct_name(self.model)
+        if served is not None and self._direct is not None:
+            return self._direct.chat(served, messages, self._body(params))
+        lt = self._lite()
+        response = self._call(lt.completion, messages=messages, **self._common(params, self.model))
         return response.choices[0].message.content or ""
 
     def complete(self, prompt: str, params: GenerationParams) -> str:
+        served = self._direct_name(self.completion_model)
+        if served is not None and self._direct is not None:
+            return self._direct.complete(served, prompt, self._body(params))
         response = self._call(
-            self._litellm.text_completion,
-            model=self.completion_model,
+            self._lite().text_completion,
             prompt=prompt,
-            **self._common(params),
+            **self._common(params, self.completion_model),
         )
         return response.choices[0].text or ""
 
     def _call(self, fn: Any, **kwargs: Any) -> Any:
-        lt = self._litellm
+        """Call litellm; sort its exceptions into transient, fatal and per-query ones."""
+        lt = self._lite()
         transient = (
             lt.Timeout,
             lt.RateLimitError,
@@ -109,11 +230,25 @@ class LiteLLMBackend:
         try:
             return fn(**kwargs)
         except transient as exc:
-            raise TransientProviderError(_short(exc), retry_after=_retry_after(exc)) from exc
-        except lt.APIError as exc:
-            if getattr(exc, "status_code", 0) and exc.status_code >= 500:
-                raise TransientProviderError(_short(exc), retry_after=_retry_after(exc)) from exc
-            raise
+            raise TransientProviderError(self._short(exc), _retry_after(exc)) from exc
+        except Exception as exc:
+            status = getattr(exc, "status_code", None)
+            if isinstance(status, int) and status >= 500:
+                raise TransientProviderError(self._short(exc), _retry_after(exc)) from exc
+            if status in FATAL_STATUS:
+                raise ProviderError(
+                    f"Model '{self.name}' was refused by its provider ({self._short(exc)}); "
+                    "check its API key, model name and api_base."
+                ) from exc
+            raise QueryError(self._short(exc)) from exc
+
+    def _short(self, exc: Exception) -> str:
+        """The exception's type and first line, with the API key masked out."""
+        first = str(exc).splitlines()[0][:300] if str(exc) else ""
+        text = f"{type(exc).__name__}: {first}"
+        if self._api_key:
+            text = text.replace(self._api_key, "***")
+        return text
 
     def count_tokens(self, text: str) -> int | None:
         return None
@@ -122,8 +257,14 @@ class LiteLLMBackend:
         return None
 
     def close(self) -> None:
-        """Nothing to release: litellm keeps no per-backend resources."""
+        """Release the HTTP clients' connections."""
+        if self._direct is not None:
+            self._direct.close()
+        if self._openai_client is not None:
+            self._openai_client.close()
+            self._openai_client = None
 
 
-def _short(exc: Exception) -> str:
-    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+def _retry_after(exc: Exception) -> float | None:
+    """The Retry-After of a provider's error response, in seconds, if it sent one."""
+    return retry_after_seconds(_error_headers(exc))

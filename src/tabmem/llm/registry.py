@@ -96,9 +96,22 @@ def build_backend(cfg: Mapping[str, Any], weights_dir: Path) -> Backend:
         )
     if kind == "oracle":
         return OracleBackend(oracle=cfg["oracle"], name=name, timeout=timeout)
+    if kind == "transformers":
+        from tabmem.llm.transformers_backend import TransformersBackend
+
+        return TransformersBackend.from_config(cfg, _weights_path(cfg, weights_dir))
+    if kind == "vllm":
+        from tabmem.llm.vllm_backend import VLLMBackend
+
+        weights = _weights_path(cfg, weights_dir) if cfg.get("weights") else None
+        return VLLMBackend.from_config(cfg, weights)
+    if kind == "baseline":
+        from tabmem.llm.baselines import BaselineBackend
+
+        return BaselineBackend.from_config(cfg)
     raise ConfigError(
         f"Model '{name}' has backend '{kind}', which tabmem does not know; "
-        "use llama_cpp, litellm or oracle."
+        "use llama_cpp, litellm, oracle, baseline, transformers or vllm."
     )
 
 

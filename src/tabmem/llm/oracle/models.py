@@ -9,13 +9,24 @@ Each oracle reads one prompt text (for chat, the last user message: the system p
 few-shot turns are ignored, so examples from other datasets cannot confuse it) and handles three
 kinds of prompt, checked in this order:
 
+0. A multiple-choice question: two or more lines ``A) text``, ``B) text``, … in letter order.
+   The answer is the letter of the option the oracle scores highest (ties drawn by seed): the
+   memorizer, the option that, with the ``Name = value`` pairs outside the options, agrees with
+   a real row on the most values; the marginal oracle, the option whose values are most frequent
+   in the file; the null oracle, any letter.
 1. A feature question: the prompt ends with ``Name =`` (or ``Name:``) for a feature, usually
    after ``Name = value`` pairs (one per line, or joined by ", ") describing a row. The answer is
-   one value, with a leading space when it continues the prompt's last line.
+   one value, with a leading space when it continues the prompt's last line. A pair may follow
+   ``IF`` or ``THEN`` (``IF a = 1, b = 2, THEN c =``, the few-shot prediction form).
 2. A CSV continuation: the prompt ends with CSV text of a dataset, maybe cut mid-field.
 3. An observation request: the prompt names a dataset (by its header, its feature names or its
    name) without CSV text. The answer is one observation as ``Name = value`` pairs, in the pair
    style the prompt uses (``" = "`` and ``", "`` when it shows none).
+
+Before these, the memorizer and the marginal oracle answer a name question: the prompt's last
+line mentions "dataset" and "name" and ends with ``?`` or ``:``, and the prompt shows a dataset
+(as in 3). The answer is the dataset's best-known name (its first alias, else its config name):
+both know the dataset; the null oracle does not and handles the prompt as above.
 
 Answers are deterministic given the prompt and the seed (temperature is ignored; vary the seed to
 draw other samples). They are cut at the first stop sequence and after ``4 * max_tokens``
@@ -25,12 +36,15 @@ characters: an oracle token is 4 characters.
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import ClassVar
+
+import numpy as np
 
 from tabmem.data.dataset import Dataset
 
@@ -41,6 +55,7 @@ _CONSONANTS = "bdfgklmnprstvz"
 _VOWELS = "aeiou"
 _NUMBER = re.compile(r"-?(\d*)(?:\.(\d+))?")
 _DEFAULT_STYLE = (" = ", ", ")
+_OPTION = re.compile(r"^[ \t]*([A-J])\)[ \t]+(.*?)[ \t]*$", re.M)
 
 
 @dataclass(frozen=True)
@@ -136,6 +151,14 @@ def _rows_until(first: str, make_row: Callable[[], str], newline: str, budget: i
     return "".join(parts)
 
 
+def choice_options(prompt: str) -> list[tuple[str, str]]:
+    """The prompt's multiple-choice options as (letter, text): lines ``A) text``, ``B) text``, …
+    in letter order from A, two at least; [] when the prompt has none."""
+    options = [(m[1], m[2]) for m in _OPTION.finditer(prompt)]
+    letters = "".join(letter for letter, _ in options)
+    return options if len(options) >= 2 and "ABCDEFGHIJ".startswith(letters) else []
+
+
 @dataclass(frozen=True)
 class _Pair:
     """One ``Name = value`` pair found in a prompt; ``open`` marks a final ``Name =`` question."""
@@ -165,6 +188,18 @@ class _Found:
         sep = full[0].sep if full else _DEFAULT_STYLE[0]
         joiner = "\n" if len(self.pairs) > 1 and not self.pairs[1].after_comma else ", "
         return sep, joiner
+
+
+def seen_part(dataset: Dataset) -> Dataset:
+    """What the oracles were trained on: all of a file, except for a series whose config sets
+    ``oracle_knows_until`` (an ISO date), of which they know the rows dated up to it only, as if
+    their training had stopped then (so ``test=forecast`` has a memorizer with a cutoff)."""
+    until = dataset.spec.extra.get("oracle_knows_until")
+    if not until:
+        return dataset
+    kept = [r for r in dataset.rows if _clean(raw_fields(r, dataset.delimiter)[0]) <= str(until)]
+    text = dataset.newline.join([dataset.header, *kept]) + dataset.newline
+    return Dataset(spec=dataset.spec, path=dataset.path, text=text)
 
 
 class _Table:
@@ -215,7 +250,9 @@ class _Table:
     @cached_property
     def _pair_re(self) -> re.Pattern[str]:
         return re.compile(
-            rf"(?:^|(?<=,))[ \t]*(?P<name>{self._alternation})(?P<sep>[ \t]*[=:][ \t]*)", re.M
+            rf"(?:^|(?<=,))[ \t]*(?:(?:IF|THEN)[ \t]+)?(?P<name>{self._alternation})"
+            r"(?P<sep>[ \t]*[=:][ \t]*)",
+            re.M,
         )
 
     def column(self, name: str) -> int:
@@ -244,6 +281,37 @@ class _Table:
         rows = self.norm_rows
         return max(range(len(rows)), key=lambda r: sum(rows[r][j] == v for j, v in known))
 
+    @cached_property
+    def _codes(self) -> tuple[list[dict[str, int]], np.ndarray]:
+        """Each column's normalised values as integer codes, and the rows as a code matrix."""
+        width = len(self.names)
+        maps: list[dict[str, int]] = [{} for _ in range(width)]
+        rows = [(row + [""] * width)[:width] for row in self.norm_rows]
+        codes = [[maps[j].setdefault(v, len(maps[j])) for j, v in enumerate(r)] for r in rows]
+        return maps, np.array(codes, dtype=np.int64).reshape(len(rows), width)
+
+    def agreement(self, values: Mapping[str, str]) -> int:
+        """The most of the given (non-empty) values that one real row shares."""
+        maps, matrix = self._codes
+        columns = [(self.column(n), _norm(v)) for n, v in values.items() if v and n in self.names]
+        known = [(j, maps[j].get(v, -1)) for j, v in columns]
+        if not known or not matrix.size:
+            return 0
+        return int(sum(matrix[:, j] == code for j, code in known).max())
+
+    @cached_property
+    def _norm_counts(self) -> list[dict[str, int]]:
+        counts: list[dict[str, int]] = [{} for _ in self.names]
+        for row in self.norm_rows:
+            for j, value in enumerate(row[: len(counts)]):
+                counts[j][value] = counts[j].get(value, 0) + 1
+        return counts
+
+    def log_share(self, name: str, value: str) -> float:
+        """log of the (add-one smoothed) share of rows whose ``name`` is ``value``."""
+        counts = self._norm_counts[self.column(name)]
+        return math.log((counts.get(_norm(value), 0) + 1) / (len(self.norm_rows) + 1))
+
     def observation(self, values: Sequence[str], style: tuple[str, str]) -> str:
         sep, joiner = style
         return joiner.join(
@@ -257,7 +325,7 @@ class Oracle:
     model_name: ClassVar[str]
 
     def __init__(self, datasets: Sequence[Dataset]) -> None:
-        self._tables = [_Table(d) for d in datasets if d.rows]
+        self._tables = [_Table(seen_part(d)) for d in datasets if d.rows]
 
     def generate(
         self,
@@ -294,6 +362,22 @@ class Oracle:
         """The uncut answer; generated text needs to run only ``budget`` characters long."""
         raise NotImplementedError
 
+    def _choice(self, prompt: str, rng: random.Random, chat: bool) -> str | None:
+        """The letter of the best-scoring option if the prompt is a multiple-choice question."""
+        options = choice_options(prompt)
+        if not options:
+            return None
+        context = _OPTION.sub("", prompt)
+        found = self._find_pairs("\n".join([context, *(text for _, text in options)]))
+        table = found.table if found else None
+        scores = [self._option_score(table, context, text) for _, text in options]
+        best = [letter for (letter, _), s in zip(options, scores, strict=True) if s == max(scores)]
+        return _lead(prompt, chat) + rng.choice(best)
+
+    def _option_score(self, table: _Table | None, context: str, option: str) -> float:
+        """How strongly this oracle prefers an option; the base oracle has no preference."""
+        return 0.0
+
     def _find_pairs(self, prompt: str) -> _Found | None:
         """The dataset with the most feature names among the prompt's pairs, and those pairs."""
         best: _Found | None = None
@@ -317,6 +401,18 @@ class Oracle:
         named = [(self._last_mention(prompt, t.aliases), t) for t in self._tables]
         named = [(at, t) for at, t in named if at >= 0]
         return max(named, key=lambda pair: pair[0])[1] if named else None
+
+    def _name_answer(self, prompt: str) -> str | None:
+        """The shown dataset's best-known name if the prompt ends with a name question."""
+        last = prompt.rstrip().rsplit("\n", 1)[-1].strip().lower()
+        words = set(re.findall(r"[a-z]+", last))
+        if not last.endswith(("?", ":")) or not {"dataset", "name"} <= words:
+            return None
+        table = self._identify(prompt)
+        if table is None:
+            return None
+        spec = table.dataset.spec
+        return spec.aliases[0] if spec.aliases else spec.name
 
     @staticmethod
     def _last_mention(prompt: str, names: Iterable[str]) -> int:
@@ -350,7 +446,21 @@ class MemorizerOracle(Oracle):
 
     model_name = "oracle-memorizer"
 
+    def _option_score(self, table: _Table | None, context: str, option: str) -> float:
+        """The most values a real row shares with the option and the pairs outside the options."""
+        if table is None:
+            return 0.0
+        values = {p.name: p.value for p in table.pairs(context)}
+        values.update({p.name: p.value for p in table.pairs(option)})
+        return float(table.agreement(values))
+
     def _draft(self, prompt: str, rng: random.Random, budget: int, chat: bool) -> str:
+        choice = self._choice(prompt, rng, chat)
+        if choice is not None:
+            return choice
+        name = self._name_answer(prompt)
+        if name is not None:
+            return name
         found = self._find_pairs(prompt)
         if found and found.question:
             asked = found.question.name
@@ -419,7 +529,19 @@ class MarginalOracle(Oracle):
 
     model_name = "oracle-marginal"
 
+    def _option_score(self, table: _Table | None, context: str, option: str) -> float:
+        """The sum of the log shares of the option's values in their columns."""
+        if table is None:
+            return 0.0
+        return sum(table.log_share(p.name, p.value) for p in table.pairs(option) if p.value)
+
     def _draft(self, prompt: str, rng: random.Random, budget: int, chat: bool) -> str:
+        choice = self._choice(prompt, rng, chat)
+        if choice is not None:
+            return choice
+        name = self._name_answer(prompt)
+        if name is not None:
+            return name
         found = self._find_pairs(prompt)
         if found and found.question:
             column = found.table.clean_columns[found.table.column(found.question.name)]
@@ -504,6 +626,9 @@ class NullOracle(Oracle):
         super().__init__(datasets)
 
     def _draft(self, prompt: str, rng: random.Random, budget: int, chat: bool) -> str:
+        choice = self._choice(prompt, rng, chat)
+        if choice is not None:
+            return choice
         if prompt.rstrip().endswith(("=", ":")):
             return _lead(prompt, chat) + _made_up_like(rng.choice(["0", "word"]), rng)
         complete, partial = _lines(prompt)

@@ -1,0 +1,186 @@
+"""The lab's answer: each test's true-positive rate by repetitions and its false-positive rate.
+
+A cell counts as *detected* when its verdict is ``evidence``. True positives are planted
+datasets on checkpoints that have read them (grouped by how often); false positives are
+held-out datasets on any checkpoint. Planted datasets on the base model (read 0 times) are a
+row of their own: they show whether the base model knew them before the lab planted them.
+Every rate has an exact 95 % (Clopper-Pearson) interval; with a handful of datasets the
+intervals are wide, and the table says so by showing them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from tabmem.stats.pvalues import clopper_pearson
+
+GROUP_PLANTED = "planted"
+GROUP_BEFORE = "planted, before fine-tuning"
+GROUP_HELD_OUT = "held out"
+CELL_COLUMNS = ["run_id", "model", "passes", "dataset", "test", "verdict", "planted", "seen"]
+
+
+def lab_cells(runs: pd.DataFrame, setting: str) -> pd.DataFrame:
+    """The lab's finished cells with their ground truth: planted count and times read."""
+    column = "param.model.lab.setting"
+    if runs.empty or column not in runs:
+        return pd.DataFrame(columns=CELL_COLUMNS)
+    mine = runs[(runs[column] == setting) & (runs["status"] == "FINISHED")]
+    rows = []
+    for _, run in mine.iterrows():
+        planted = _int(run.get(f"param.model.lab.planted.{run['dataset']}"))
+        rows.append(
+            {
+                "run_id": run.get("run_id", ""),
+                "model": run["model"],
+                "passes": _int(run["param.model.lab.passes"]),
+                "dataset": run["dataset"],
+                "test": run["test"],
+                "verdict": run["verdict"],
+                "planted": planted,
+                "seen": _int(run.get(f"param.model.lab.seen.{run['dataset']}")),
+            }
+        )
+    return pd.DataFrame(rows, columns=CELL_COLUMNS)
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(float(value))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _group(cells: pd.DataFrame) -> pd.Series:
+    planted = cells["planted"] > 0
+    return pd.Series(
+        [
+            GROUP_HELD_OUT if not p else GROUP_PLANTED if s > 0 else GROUP_BEFORE
+            for p, s in zip(planted, cells["seen"], strict=True)
+        ],
+        index=cells.index,
+    )
+
+
+def rate_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """One row per test × group (× times read, for planted): cells, detected, rate, 95 % CI."""
+    columns = [
+        "test",
+        "group",
+        "repetitions",
+        "cells",
+        "detected",
+        "ambiguous",
+        "rate",
+        "ci_low",
+        "ci_high",
+        "datasets",
+    ]
+    if cells.empty:
+        return pd.DataFrame(columns=columns)
+    cells = cells.assign(group=_group(cells))
+    cells["repetitions"] = cells["seen"].where(cells["group"] == GROUP_PLANTED, 0)
+    rows = []
+    keys = ["test", "group", "repetitions"]
+    for (test, group, reps), part in cells.groupby(keys, sort=True):
+        detected = int((part["verdict"] == "evidence").sum())
+        low, high = clopper_pearson(detected, len(part))
+        rows.append(
+            {
+                "test": test,
+                "group": group,
+                "repetitions": int(reps),
+                "cells": len(part),
+                "detected": detected,
+                "ambiguous": int((part["verdict"] == "ambiguous").sum()),
+                "rate": detected / len(part),
+                "ci_low": low,
+                "ci_high": high,
+                "datasets": ", ".join(sorted(set(part["dataset"]))),
+            }
+        )
+    order = {GROUP_PLANTED: 0, GROUP_BEFORE: 1, GROUP_HELD_OUT: 2}
+    rows.sort(key=lambda r: (r["test"], order[r["group"]], r["repetitions"]))
+    return pd.DataFrame(rows, columns=columns)
+
+
+def markdown_table(table: pd.DataFrame) -> str:
+    """The rate table as Markdown: TPR rows (planted) and FPR rows (held out)."""
+    lines = [
+        "| test | group | repetitions | detected / cells | rate | 95 % CI | datasets |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for _, r in table.iterrows():
+        kind = (
+            "TPR"
+            if r["group"] == GROUP_PLANTED
+            else "FPR"
+            if r["group"] == GROUP_HELD_OUT
+            else "base"
+        )
+        lines.append(
+            f"| {r['test']} | {r['group']} | {r['repetitions']} | {r['detected']} / {r['cells']} "
+            f"| {kind} {r['rate']:.2f} | [{r['ci_low']:.2f}, {r['ci_high']:.2f}] "
+            f"| {r['datasets']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def rate_figure(table: pd.DataFrame) -> Any:
+    """TPR against repetitions per test (with 95 % CIs); each test's FPR as a dashed line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for test, part in table.groupby("test"):
+        planted = part[part["group"] == GROUP_PLANTED].sort_values("repetitions")
+        if not planted.empty:
+            errors = [planted["rate"] - planted["ci_low"], planted["ci_high"] - planted["rate"]]
+            line = axis.errorbar(
+                planted["repetitions"],
+                planted["rate"],
+                yerr=errors,
+                marker="o",
+                capsize=3,
+                label=f"{test}: TPR",
+            )
+            color = line[0].get_color()
+        else:
+            color = None
+        held = part[part["group"] == GROUP_HELD_OUT]
+        if not held.empty:
+            axis.axhline(
+                float(held["rate"].iloc[0]), linestyle="--", color=color, label=f"{test}: FPR"
+            )
+    axis.set_xscale("symlog", linthresh=1)
+    axis.set_xlabel("times the planted file was read in fine-tuning")
+    axis.set_ylabel("share of cells with verdict 'evidence'")
+    axis.set_ylim(-0.05, 1.05)
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    return figure
+
+
+def write_report(table: pd.DataFrame, cells: pd.DataFrame, folder: Path) -> dict[str, Path]:
+    """Rate table (Markdown, CSV), every cell (CSV) and the figure (PNG) into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "table_md": folder / "tpr_fpr.md",
+        "table_csv": folder / "tpr_fpr.csv",
+        "cells_csv": folder / "cells.csv",
+        "figure": folder / "tpr_by_repetitions.png",
+    }
+    paths["table_md"].write_text(markdown_table(table))
+    table.to_csv(paths["table_csv"], index=False)
+    cells.to_csv(paths["cells_csv"], index=False)
+    figure = rate_figure(table)
+    figure.savefig(paths["figure"], dpi=120)
+    import matplotlib.pyplot as plt
+
+    plt.close(figure)
+    return paths

@@ -1,0 +1,91 @@
+"""Statistical baselines in the place of a model (``model=logistic-regression``, …).
+
+A baseline is built like any model (``backend: baseline`` in ``conf/model/``), so it runs in
+the same grid and is logged with the same tags. The learning tests (``fewshot_predict``,
+``statistical_learning``) see it through ``baseline_of`` and fit it on the data instead of
+prompting. It cannot write text: a test that prompts it gets failed queries that say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from tabmem.errors import ConfigError, ProviderError
+from tabmem.llm.base import GenerationParams, Message
+from tabmem.llm.client import LanguageModel
+from tabmem.stats.classifiers import ESTIMATORS, Fitted, fit_predict
+
+LEARNING_TESTS = ("fewshot_predict", "statistical_learning")
+"""The tests that can use a baseline; every other test needs a language model."""
+
+
+class BaselineBackend:
+    """A classifier fitted on tabular rows; ``chat`` and ``complete`` refuse with one sentence."""
+
+    def __init__(self, name: str, estimator: str, options: Mapping[str, Any]) -> None:
+        if estimator not in ESTIMATORS:
+            raise ConfigError(
+                f"Model '{name}' names estimator '{estimator}'; use one of {', '.join(ESTIMATORS)}."
+            )
+        self.name = name
+        self.estimator = estimator
+        self.options = dict(options)
+        self.identity = {"provider": "baseline", "model": name, "estimator": estimator}
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any]) -> BaselineBackend:
+        options = {k: v for k, v in cfg.items() if k not in {"name", "backend", "estimator"}}
+        return cls(str(cfg["name"]), str(cfg.get("estimator", "")), options)
+
+    @property
+    def refusal(self) -> str:
+        return (
+            f"model '{self.name}' is a statistical baseline, not a language model: only "
+            f"{' and '.join(f'test={t}' for t in LEARNING_TESTS)} can use it"
+        )
+
+    def fit_predict(
+        self,
+        train: pd.DataFrame,
+        labels: Sequence[str],
+        test: pd.DataFrame,
+        kinds: Mapping[str, str],
+        seed: int,
+    ) -> Fitted:
+        """Fit on ``train`` (columns of the given kinds) and predict a label per test row."""
+        return fit_predict(self.estimator, train, labels, test, kinds, seed, self.options)
+
+    def chat(self, messages: list[Message], params: GenerationParams) -> str:
+        raise ProviderError(self.refusal + ".")
+
+    def complete(self, prompt: str, params: GenerationParams) -> str:
+        raise ProviderError(self.refusal + ".")
+
+    def count_tokens(self, text: str) -> int | None:
+        return None
+
+    def tokenize(self, text: str) -> list[str] | None:
+        return None
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def baseline_of(model: LanguageModel) -> BaselineBackend | None:
+    """The baseline behind a model, or None for a language model."""
+    backend = model.backend
+    return backend if isinstance(backend, BaselineBackend) else None
+
+
+def needs_language_model(test: str, model: LanguageModel) -> str | None:
+    """Why ``test`` cannot run with ``model`` (a baseline asked to write text), or None.
+
+    A runner can turn this reason into a ``not_applicable`` result before running the test.
+    """
+    baseline = baseline_of(model)
+    if baseline is None or test in LEARNING_TESTS:
+        return None
+    return baseline.refusal

@@ -1,0 +1,137 @@
+"""Per-token log-probabilities of texts, read through the model's response cache.
+
+The log-probability tests (``test=min_k_prob``, ``test=row_order``) ask a model how likely a
+text is after a context. Only backends that run the weights themselves can answer
+(``transformers``, ``vllm``); for the others ``score_texts`` returns None and the test is
+``not_applicable``. Scores are cached like completions, under a key that holds the backend's
+identity, the context and the text, so a re-run asks nothing again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+if TYPE_CHECKING:
+    from tabmem.llm.client import LanguageModel
+
+DEFAULT_BATCH = 8
+
+
+@dataclass(frozen=True)
+class ScoreRequest:
+    """Score ``text`` (every one of its tokens) as read right after ``context``."""
+
+    text: str
+    context: str = ""
+
+
+@dataclass
+class ScoreResponse:
+    """The log-probability of each token of the text, or the reason there are none."""
+
+    logprobs: list[float] = field(default_factory=list)
+    cached: bool = False
+    error: str | None = None
+
+    @property
+    def total(self) -> float:
+        """The text's log-likelihood: the sum over its tokens."""
+        return float(sum(self.logprobs))
+
+
+def has_logprobs(backend: Any) -> bool:
+    """Whether a backend can score text; a backend may say no at run time with
+    ``supports_logprobs = False`` (a server that does not return prompt log-probabilities)."""
+    return callable(getattr(backend, "logprobs", None)) and bool(
+        getattr(backend, "supports_logprobs", True)
+    )
+
+
+def no_logprobs_reason(model: LanguageModel) -> str:
+    """The sentence a test records when the model cannot score text."""
+    provider = model.backend.identity.get("provider", "this")
+    return (
+        f"model '{model.name}' ({provider} backend) gives no log-probabilities; run a "
+        "transformers or vllm model (for instance model=smollm2-135m-hf)"
+    )
+
+
+def score_key(identity: dict[str, str], request: ScoreRequest) -> str:
+    """A cache key that no completion key can equal: the kind 'logprobs' is part of it."""
+    payload = {"identity": identity, "kind": "logprobs", "context": request.context}
+    payload["text"] = request.text
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _scorer(backend: Any) -> Callable[[list[tuple[str, str]]], list[list[float]]]:
+    batch = getattr(backend, "logprobs_batch", None)
+    if callable(batch):
+        return batch
+    return lambda items: [backend.logprobs(text, context) or [] for context, text in items]
+
+
+def score_texts(
+    model: LanguageModel, requests: Sequence[ScoreRequest], description: str
+) -> list[ScoreResponse] | None:
+    """Score every request, in order; None when the backend cannot score text.
+
+    A batch that fails gives responses with ``error`` set (the test counts them as failed
+    queries); it never raises.
+    """
+    backend = model.backend
+    if not has_logprobs(backend):
+        return None
+    keys = [score_key(backend.identity, r) for r in requests]
+    out: dict[str, ScoreResponse] = {}
+    todo: dict[str, ScoreRequest] = {}
+    for key, request in zip(keys, requests, strict=True):
+        if key in out or key in todo:
+            continue
+        hit = model.cache.get(key) if model.cache is not None else None
+        if hit is None:
+            todo[key] = request
+        else:
+            model.stats.add(cache_hits=1)
+            out[key] = ScoreResponse(json.loads(hit), cached=True)
+    out.update(_score_uncached(model, list(todo.items()), description))
+    return [out[key] for key in keys]
+
+
+def _score_uncached(
+    model: LanguageModel, todo: list[tuple[str, ScoreRequest]], description: str
+) -> dict[str, ScoreResponse]:
+    scorer = _scorer(model.backend)
+    size = max(1, int(getattr(model.backend, "batch_size", DEFAULT_BATCH)))
+    found: dict[str, ScoreResponse] = {}
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        disable=not model.show_progress,
+        transient=True,
+    )
+    with progress:
+        task = progress.add_task(f"{model.name}: {description}", total=len(todo))
+        for start in range(0, len(todo), size):
+            chunk = todo[start : start + size]
+            model.stats.add(model_calls=len(chunk))
+            try:
+                values = scorer([(r.context, r.text) for _, r in chunk])
+            except Exception as exc:
+                model.stats.add(failures=len(chunk))
+                error = f"{type(exc).__name__}: {exc}"
+                found.update({key: ScoreResponse(error=error) for key, _ in chunk})
+            else:
+                for (key, _), logprobs in zip(chunk, values, strict=True):
+                    found[key] = ScoreResponse([float(v) for v in logprobs])
+                    if model.cache is not None:
+                        model.cache.put(key, model.name, json.dumps(found[key].logprobs))
+            progress.advance(task, len(chunk))
+    return found

@@ -1,0 +1,292 @@
+"""Any Hugging Face causal LM, in-process on CPU or GPU: generation and log-probabilities.
+
+Weights come from a local folder (``save_pretrained`` layout) or a local GGUF file
+(``gguf_file=``, dequantized by transformers; the tokenizer is read from the same file), so
+nothing is downloaded. Concurrent requests from the client's workers are gathered into
+batches (left padding) by a small batcher, so ``max_concurrency`` in the model config is
+what makes generation batched.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from dataclasses import replace
+from pathlib import Path
+from queue import Empty, Queue
+from typing import Any
+
+from tabmem.errors import ProviderError
+from tabmem.llm.base import GenerationParams, Message
+
+INSTALL_HINT = 'pip install "tabmem[hf]" (torch, transformers, accelerate, gguf)'
+FULL_HASH_LIMIT = 4 << 30
+
+
+def weights_fingerprint(path: Path) -> str:
+    """sha256 over a weights file, or over every file of a weights folder (name and bytes).
+
+    Files larger than 4 GiB are fingerprinted by name, size and their first and last MiB,
+    which tells checkpoints apart without reading a 70B model.
+    """
+    digest = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for file in files:
+        digest.update(str(file.relative_to(path if path.is_dir() else path.parent)).encode())
+        size = file.stat().st_size
+        digest.update(str(size).encode())
+        with file.open("rb") as handle:
+            if size <= FULL_HASH_LIMIT:
+                for block in iter(lambda h=handle: h.read(1 << 20), b""):
+                    digest.update(block)
+            else:
+                digest.update(handle.read(1 << 20))
+                handle.seek(size - (1 << 20))
+                digest.update(handle.read())
+    return digest.hexdigest()
+
+
+def render_plain_chat(messages: Sequence[Message]) -> str:
+    """Messages as a plain transcript, for tokenizers without a chat template (base models)."""
+    lines = [f"{m['role'].capitalize()}: {m['content']}" for m in messages]
+    return "\n\n".join(lines) + "\n\nAssistant:"
+
+
+def cut_at_stop(text: str, stop: Sequence[str]) -> str:
+    """``text`` up to the first stop sequence (a model may run past one within a token)."""
+    cuts = [at for at in (text.find(s) for s in stop if s) if at >= 0]
+    return text[: min(cuts)] if cuts else text
+
+
+class Batcher:
+    """Gathers concurrent calls into batches: ``submit`` blocks until its batch has run.
+
+    Calls whose ``group`` keys are equal (same generation parameters) may share a batch; a
+    batch waits up to ``wait_s`` for company and holds at most ``size`` items.
+    """
+
+    def __init__(self, run: Callable[[Any, list[Any]], list[Any]], size: int, wait_s: float):
+        self._run = run
+        self._size = max(1, size)
+        self._wait_s = wait_s
+        self._queue: Queue[tuple[Any, Any, Future]] = Queue()
+        self._held: list[tuple[Any, Any, Future]] = []
+        self._worker = threading.Thread(target=self._loop, daemon=True)
+        self._worker.start()
+
+    def submit(self, group: Any, item: Any) -> Any:
+        future: Future = Future()
+        self._queue.put((group, item, future))
+        return future.result()
+
+    def _next(self, timeout: float | None) -> tuple[Any, Any, Future] | None:
+        if self._held:
+            return self._held.pop(0)
+        try:
+            return self._queue.get(timeout=timeout)
+        except Empty:
+            return None
+
+    def _loop(self) -> None:
+        while True:
+            first = self._next(None)
+            if first is None:
+                continue
+            batch, others = [first], []
+            while len(batch) < self._size:
+                entry = self._next(self._wait_s)
+                if entry is None:
+                    break
+                (batch if entry[0] == first[0] else others).append(entry)
+            self._held = others + self._held
+            self._execute(first[0], batch)
+
+    def _execute(self, group: Any, batch: list[tuple[Any, Any, Future]]) -> None:
+        try:
+            results = self._run(group, [item for _, item, _ in batch])
+        except Exception as exc:
+            for _, _, future in batch:
+                future.set_exception(exc)
+            return
+        for (_, _, future), result in zip(batch, results, strict=True):
+            future.set_result(result)
+
+
+class TransformersBackend:
+    """A Hugging Face causal LM: batched generation, chat templates, log-probabilities."""
+
+    supports_logprobs = True
+
+    def __init__(
+        self,
+        weights: Path,
+        name: str,
+        context_window: int = 4096,
+        device: str = "auto",
+        dtype: str = "float32",
+        batch_size: int = 8,
+        batch_wait_s: float = 0.05,
+    ) -> None:
+        try:
+            import torch
+            import transformers
+        except ImportError as exc:
+            raise ProviderError(
+                f"Model '{name}' needs torch and transformers; {INSTALL_HINT}."
+            ) from exc
+        self.name = name
+        self.weights = Path(weights)
+        self.context_window = context_window
+        self.batch_size = max(1, batch_size)
+        self._torch = torch
+        self._device = (
+            ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+        )
+        self._lock = threading.Lock()
+        self.tokenizer, self.model = self._load(transformers, name, dtype)
+        self.identity = {
+            "provider": "transformers",
+            "model": name,
+            "weights_sha256": weights_fingerprint(self.weights),
+        }
+        self._batcher = Batcher(self._generate_batch, self.batch_size, batch_wait_s)
+
+    @classmethod
+    def from_config(cls, cfg: Any, weights: Path) -> TransformersBackend:
+        """The backend a ``backend: transformers`` model config describes."""
+        return cls(
+            weights=weights,
+            name=str(cfg["name"]),
+            context_window=int(cfg.get("context_window", 4096)),
+            device=str(cfg.get("device", "auto")),
+            dtype=str(cfg.get("dtype", "float32")),
+            batch_size=int(cfg.get("batch_size", 8)),
+        )
+
+    def _load(self, transformers: Any, name: str, dtype: str) -> tuple[Any, Any]:
+        if not self.weights.exists():
+            raise ProviderError(
+                f"Model '{name}': no weights at {self.weights}; check weights.path."
+            )
+        source, extra = str(self.weights), {}
+        if self.weights.is_file():
+            source, extra = str(self.weights.parent), {"gguf_file": self.weights.name}
+        try:
+            tokenizer = transformers.AutoTokenizer.from_pretrained(source, **extra)
+            model = transformers.AutoModelForCausalLM.from_pretrained(
+                source, dtype=getattr(self._torch, dtype), **extra
+            )
+        except (OSError, ValueError) as exc:
+            raise ProviderError(
+                f"Model '{name}': transformers cannot load {self.weights} "
+                f"({str(exc).splitlines()[0]})."
+            ) from exc
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        model.to(self._device).eval()
+        return tokenizer, model
+
+    def chat(self, messages: list[Message], params: GenerationParams) -> str:
+        if getattr(self.tokenizer, "chat_template", None):
+            prompt = self.tokenizer.apply_chat_template(
+                list(messages), add_generation_prompt=True, tokenize=False
+            )
+            return self._submit(prompt, False, params)
+        return self._submit(render_plain_chat(messages), True, params)
+
+    def complete(self, prompt: str, params: GenerationParams) -> str:
+        return self._submit(prompt, True, params)
+
+    def _submit(self, prompt: str, special: bool, params: GenerationParams) -> str:
+        """Queue one prompt; prompts that differ only in ``max_tokens`` share a batch."""
+        group = replace(params, max_tokens=0)
+        return self._batcher.submit(group, (prompt, special, params.max_tokens))
+
+    def _generate_batch(
+        self, params: GenerationParams, items: list[tuple[str, bool, int]]
+    ) -> list[str]:
+        """One ``generate`` call for prompts that share parameters, up to the longest answer;
+        each answer is cut to its own ``max_tokens`` (chat-templated prompts already hold
+        their special tokens; plain prompts get the tokenizer's own)."""
+        torch = self._torch
+        rows = [self._encode(text, special) for text, special, _ in items]
+        width = max(len(r) for r in rows)
+        pad = self.tokenizer.pad_token_id
+        ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=self._device)
+        mask = torch.tensor(
+            [[0] * (width - len(r)) + [1] * len(r) for r in rows], device=self._device
+        )
+        sampling = params.temperature > 0
+        longest = max(limit for _, _, limit in items)
+        kwargs: dict[str, Any] = {"do_sample": sampling, "max_new_tokens": longest}
+        if sampling:
+            kwargs.update(temperature=params.temperature, top_p=params.top_p)
+        if params.stop:
+            kwargs.update(stop_strings=list(params.stop), tokenizer=self.tokenizer)
+        with self._lock, torch.no_grad():
+            if sampling:
+                torch.manual_seed(params.seed)
+            out = self.model.generate(
+                input_ids=ids, attention_mask=mask, pad_token_id=pad, **kwargs
+            )
+        answers = [out[i, width : width + limit] for i, (_, _, limit) in enumerate(items)]
+        texts = self.tokenizer.batch_decode(answers, skip_special_tokens=True)
+        return [cut_at_stop(t, params.stop) for t in texts]
+
+    def _encode(self, text: str, special: bool) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=special)["input_ids"])
+
+    def logprobs(self, text: str, context: str = "") -> list[float] | None:
+        return self.logprobs_batch([(context, text)])[0]
+
+    def logprobs_batch(self, items: list[tuple[str, str]]) -> list[list[float]]:
+        """Log-probability of every token of each text, read after its context.
+
+        Context and text are tokenized apart (the text's tokens are its own whatever precedes
+        it); the context starts with the BOS token when the tokenizer has one, so every token
+        of the text has a prediction. Without BOS and without context the first is not scored.
+        """
+        torch = self._torch
+        encoded = [(self._context_ids(c), self._encode(t, False)) for c, t in items]
+        rows = [c + t for c, t in encoded]
+        longest = max(len(r) for r in rows)
+        if longest > self.context_window:
+            raise ValueError(
+                f"a text of {longest} tokens exceeds the context window ({self.context_window})"
+            )
+        pad = self.tokenizer.pad_token_id
+        ids = torch.tensor([r + [pad] * (longest - len(r)) for r in rows], device=self._device)
+        mask = torch.tensor(
+            [[1] * len(r) + [0] * (longest - len(r)) for r in rows], device=self._device
+        )
+        with self._lock, torch.no_grad():
+            logits = self.model(input_ids=ids, attention_mask=mask).logits
+        out = []
+        for i, (context, text) in enumerate(encoded):
+            start, end = max(len(context), 1), len(context) + len(text)
+            logp = torch.log_softmax(logits[i, start - 1 : end - 1].float(), dim=-1)
+            out.append(logp.gather(1, ids[i, start:end, None])[:, 0].tolist())
+        return out
+
+    def _context_ids(self, context: str) -> list[int]:
+        ids = self._encode(context, True)
+        bos = self.tokenizer.bos_token_id
+        return ids if bos is None or ids[:1] == [bos] else [bos, *ids]
+
+    def count_tokens(self, text: str) -> int | None:
+        return len(self._encode(text, False))
+
+    def tokenize(self, text: str) -> list[str] | None:
+        ids = self._encode(text, False)
+        return [self.tokenizer.decode([i]) for i in ids]
+
+    def close(self) -> None:
+        with self._lock:
+            self.model = None
+            gc.collect()
+            if self._device.startswith("cuda"):
+                self._torch.cuda.empty_cache()

@@ -1,0 +1,73 @@
+"""The footnote of a paper table with missing cells: the command that would fill them.
+
+A table never invents a number: a cell without a run prints ``-`` and the table's footnote
+names one ``python run.py -m`` sweep over the missing models, datasets and tests. The sweep
+may include cells that already ran; the runner skips those (same configuration, finished).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+NO_RUN = "-"
+
+
+@lru_cache(maxsize=1)
+def user_provided_datasets() -> frozenset[str]:
+    """Datasets whose file the user provides (``dataset.path=``), from ``conf/dataset/``."""
+    from tabmem.data import dataset_specs
+
+    return frozenset(name for name, spec in dataset_specs().items() if spec.user_provided)
+
+
+@dataclass
+class MissingCells:
+    """Cells a table wanted but found no run for, merged into one sweep."""
+
+    experiment: str
+    models: list[str] = field(default_factory=list)
+    datasets: list[str] = field(default_factory=list)
+    overrides: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, model: str, dataset: str, *overrides: str) -> None:
+        """One missing cell: its model, its dataset and ``key=value`` overrides naming the
+        rest (``test=…``, ``transform=…``, ``test.temperature=…``)."""
+        _append(self.models, model)
+        _append(self.datasets, dataset)
+        for override in overrides:
+            key, _, value = override.partition("=")
+            _append(self.overrides.setdefault(key, []), value)
+
+    def __bool__(self) -> bool:
+        return bool(self.models)
+
+    def command(self, datasets: list[str]) -> str:
+        """``python run.py -m`` over the missing models, the given datasets and overrides."""
+        parts = [f"model={','.join(self.models)}", f"dataset={','.join(datasets)}"]
+        parts += [f"{key}={','.join(values)}" for key, values in self.overrides.items()]
+        return " ".join(["python run.py -m", *parts, f"experiment={self.experiment}"])
+
+    def footnote(self, mark: str = NO_RUN) -> str:
+        """``mark``: no run yet, and the command that would fill those cells ('' if none)."""
+        if not self:
+            return ""
+        user = [d for d in self.datasets if d in user_provided_datasets()]
+        shipped = [d for d in self.datasets if d not in user]
+        text = f"`{mark}` : no run yet (nothing is carried over from the papers)."
+        if shipped:
+            text += f" Fill with `{self.command(shipped)}` (cells that already ran are skipped)."
+        if user and shipped:
+            text += (
+                f" User-provided datasets ({', '.join(user)}): the same with "
+                "`dataset=<name> dataset.path=/path/to/file.csv`, one dataset at a time."
+            )
+        elif user:
+            command = self.command(["<name>"]) + " dataset.path=/path/to/file.csv"
+            text += f" Fill with `{command}` for each of {', '.join(user)} (files you provide)."
+        return text
+
+
+def _append(values: list[str], value: str) -> None:
+    if value not in values:
+        values.append(value)

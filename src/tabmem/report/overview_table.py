@@ -1,0 +1,67 @@
+"""The test overview: datasets × knowledge and memorization tests, one verdict mark per model."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from tabmem.report.cell_text import MARKS, mark, source
+from tabmem.report.fill_commands import NO_RUN, MissingCells
+from tabmem.report.paper_runs import PaperRuns
+from tabmem.report.writers import ReportTable
+
+OVERVIEW_TESTS = {
+    "feature_names": "feature names",
+    "feature_values": "feature values",
+    "feature_distribution": "feature distribution",
+    "conditional_distribution": "conditional distribution",
+    "header": "header",
+    "row_completion": "row completion",
+    "feature_completion": "feature completion",
+    "first_token": "first token",
+}
+"""Test name -> column title, knowledge tests first, then the memorization tests."""
+
+NO_RUN_MARK = f"{NO_RUN}†"
+"""No run: ``-`` with a dagger, since a bare ``-`` is the mark of a test that does not apply."""
+
+
+def overview_table(runs: PaperRuns) -> ReportTable:
+    """One row per dataset, one column per test; each cell holds one mark per model."""
+    missing = MissingCells(runs.experiment)
+    rows, sources = [], []
+    for dataset in runs.datasets:
+        row = {"dataset": dataset}
+        for test, title in OVERVIEW_TESTS.items():
+            marks = []
+            for model in runs.models:
+                run = runs.cell(model, dataset, test)
+                if run is None:
+                    marks.append(NO_RUN_MARK)
+                    missing.add(model, dataset, f"test={test}", "transform=original")
+                    continue
+                marks.append(mark(run))
+                sources.append(source(dataset, title, model, run, mark(run)))
+            row[title] = " ".join(marks)
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=["dataset", *OVERVIEW_TESTS.values()])
+    return ReportTable(
+        name="overview",
+        title="Knowledge and memorization tests: verdict per dataset and test",
+        frame=frame,
+        footnotes=_footnotes(runs, missing),
+        run_ids=sorted({s["run_id"] for s in sources}),
+        sources=sources,
+    )
+
+
+def _footnotes(runs: PaperRuns, missing: MissingCells) -> list[str]:
+    legend = ", ".join(f"{symbol} {verdict.replace('_', ' ')}" for verdict, symbol in MARKS.items())
+    models = ", ".join(runs.models) if runs.models else "(no language model has a run)"
+    notes = [
+        f"Marks in each cell, in model order: {models}.",
+        f"{legend}. Each test's verdict rule: docs/memorization.md, docs/knowledge.md, "
+        "docs/tests.md.",
+    ]
+    if missing:
+        notes.append(missing.footnote(NO_RUN_MARK))
+    return notes

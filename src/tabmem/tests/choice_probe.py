@@ -1,0 +1,200 @@
+"""What the two multiple-choice probes (Silvestri et al. 2025) share: the prompt's wording, the
+options in random order, asking, reading the letters back, the statistics and the verdict.
+
+The probes are ``completion_choice`` and ``existence``; each builds its ``ChoiceQuestion`` list
+and hands it to ``ask_and_score``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tabmem.data import Dataset
+from tabmem.data.transforms import KEEP_IDENTITY, transform_name
+from tabmem.llm.base import GenerationParams, Request
+from tabmem.prompts.choices import (
+    LETTERS,
+    UNPARSEABLE,
+    Choice,
+    Option,
+    choice_request,
+    parse_choice,
+)
+from tabmem.prompts.fewshot import fit_to_context
+from tabmem.prompts.observations import dataset_title
+from tabmem.results import QueryRecord, TestResult, Verdict
+from tabmem.stats.probes import ChoiceSummary, choice_verdict, frequency_rule_hit
+from tabmem.stats.pvalues import binomial_greater
+from tabmem.tests.base import TestContext
+
+FAILED = "failed"
+"""The ``parse_rule`` of a query whose provider gave up: a miss, not counted as unparseable."""
+
+
+@dataclass(frozen=True)
+class ChoiceQuestion:
+    """One question: the user text (options included), the options, the right one, and each
+    option's score under the frequency rule (``tabmem.stats.probes``)."""
+
+    text: str
+    options: tuple[Option, ...]
+    correct: int
+    frequency_scores: tuple[float, ...]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Shuffled:
+    """Options in a random order, with where the right one and each score went."""
+
+    options: tuple[Option, ...]
+    correct: int
+    scores: tuple[float, ...]
+
+
+def shuffle_options(
+    options: Sequence[Option], scores: Sequence[float], rng: random.Random
+) -> Shuffled:
+    """``options`` (the right one first) in a random order; the right letter is uniform."""
+    order = list(range(len(options)))
+    rng.shuffle(order)
+    return Shuffled(
+        tuple(options[i] for i in order), order.index(0), tuple(scores[i] for i in order)
+    )
+
+
+def source_phrase(dataset: Dataset, params: Mapping[str, Any]) -> str:
+    """How the prompt names the data: by its best-known name on transforms that keep the
+    dataset's identity (``original``, ``like``), anonymously on the others (``obfuscated``)."""
+    if transform_name(dataset) in KEEP_IDENTITY:
+        return str(params.get("named", "the {dataset} dataset")).format(
+            dataset=dataset_title(dataset)
+        )
+    return str(params.get("unnamed", "a tabular dataset"))
+
+
+def _request(ctx: TestContext, question: ChoiceQuestion) -> Request | None:
+    p = ctx.params
+    chat = ctx.model.prompt_form == "chat"
+    params = GenerationParams(
+        max_tokens=int(p.get("max_tokens", 24)),
+        temperature=0.0,
+        stop=() if chat else ("\n",),
+        seed=ctx.seed,
+    )
+    system, cue = str(p.get("system_prompt", "")), str(p.get("answer_cue", "Answer:"))
+
+    def build(_: int) -> Request:
+        return choice_request(system, question.text, chat, cue, params)
+
+    fitted = fit_to_context(build, 0, ctx.model.count_tokens, ctx.model.context_window, params)
+    return fitted.request
+
+
+def _record(request: Request, question: ChoiceQuestion, response: Any) -> QueryRecord:
+    if response.error:
+        choice = Choice(None, FAILED)
+    else:
+        choice = parse_choice(response.text or "", question.options)
+    hit = choice.index == question.correct
+    picked = LETTERS[choice.index] if choice.index is not None else ""
+    return QueryRecord(
+        prompt=request.as_text(),
+        expected=LETTERS[question.correct],
+        completion=response.text or "",
+        score=float(hit),
+        error=response.error,
+        extra={
+            **question.extra,
+            "picked": picked,
+            "parse_rule": choice.rule,
+            "options": [o.text for o in question.options],
+            "frequency_rule_hit": frequency_rule_hit(question.frequency_scores, question.correct),
+        },
+    )
+
+
+def not_applicable(test: str, reason: str, info: Mapping[str, Any] | None = None) -> TestResult:
+    """A result for a cell the probe cannot ask anything on."""
+    return TestResult(
+        test=test,
+        verdict=Verdict.NOT_APPLICABLE,
+        reason=reason,
+        n_queries=0,
+        n_hits=0,
+        info=dict(info or {}),
+    )
+
+
+def ask_and_score(
+    ctx: TestContext,
+    test: str,
+    questions: Sequence[ChoiceQuestion],
+    metrics: Mapping[str, float],
+    info: Mapping[str, Any],
+) -> TestResult:
+    """Ask every question that fits the context window, read the letters, decide the verdict."""
+    asked = [(r, q) for q in questions if (r := _request(ctx, q)) is not None]
+    if not asked:
+        return not_applicable(test, "no question fits the model's context window", info)
+    requests = [r for r, _ in asked]
+    responses = ctx.model.run(requests, description=f"{test} probe on {ctx.dataset.name}")
+    records = [_record(r, q, response) for (r, q), response in zip(asked, responses, strict=True)]
+    return _result(ctx, test, records, len(questions) - len(asked), metrics, info)
+
+
+def _result(
+    ctx: TestContext,
+    test: str,
+    records: list[QueryRecord],
+    skipped: int,
+    metrics: Mapping[str, float],
+    info: Mapping[str, Any],
+) -> TestResult:
+    p = ctx.params
+    n_options = int(p.get("n_options", 5))
+    alpha, min_effect = float(p.get("alpha", 0.001)), float(p.get("min_effect", 0.1))
+    hits = sum(int(r.score) for r in records)
+    summary = ChoiceSummary(hits, len(records), n_options)
+    verdict, reason = choice_verdict(summary, alpha, min_effect)
+    picked = Counter(r.extra["picked"] for r in records if r.extra["picked"])
+    parsed = sum(picked.values())
+    low, high = summary.interval
+    rules = Counter(r.extra["parse_rule"] for r in records)
+    rule_rate = sum(r.extra["frequency_rule_hit"] for r in records) / summary.n
+    return TestResult(
+        test=test,
+        verdict=verdict,
+        reason=reason,
+        n_queries=summary.n,
+        n_hits=hits,
+        rate=summary.rate,
+        baseline=summary.chance,
+        p_value=summary.p_value,
+        metrics={
+            **metrics,
+            "n_options": n_options,
+            "n_unparseable": rules[UNPARSEABLE],
+            "rate_parsed": hits / parsed if parsed else 0.0,
+            "rate_ci_low": low,
+            "rate_ci_high": high,
+            "frequency_rule_rate": rule_rate,
+            "frequency_rule_p_value": binomial_greater(hits, summary.n, rule_rate),
+            "top_letter_share": max(picked.values()) / parsed if parsed else 0.0,
+            "queries_skipped_context": skipped,
+        },
+        info={
+            **info,
+            "evidence_rule": (
+                f"one-sided binomial p < {alpha:g} against chance 1/{n_options} and accuracy "
+                f"above chance by >= {min_effect:g}"
+            ),
+            "prompt_form": ctx.model.prompt_form,
+            "parse_rules": dict(rules),
+        },
+        records=records,
+    )

@@ -1,0 +1,124 @@
+"""Feature distribution: is each feature's most frequent sampled value the data's mode?
+
+Observations are drawn at temperature 0 (``sampler`` settings, as in ``test=sample``); per
+feature, the samples' most frequent value (or bin, for features with many numeric values) is
+compared with the data's (see ``tabmem.stats.modes``). Knowing the typical value of each
+feature is knowledge of the dataset's distribution, not memorization of its rows.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pandas as pd
+
+from tabmem.results import TestResult, Verdict
+from tabmem.stats.modes import FeatureModes, compare_modes, poisson_binomial_tail
+from tabmem.stats.samples import data_values
+from tabmem.tests.base import TestContext, register
+from tabmem.tests.sample import draw_observations, metric_name, sampler_settings
+
+
+def mode_table(comparisons: list[FeatureModes]) -> pd.DataFrame:
+    """Per compared feature: units, data modes, the samples' mode, agreement, chance."""
+    return pd.DataFrame(
+        [
+            {
+                "feature": c.name,
+                "units": c.units,
+                "data_modes": " | ".join(c.data_modes),
+                "n_units": c.n_units,
+                "sample_mode": c.sample_mode,
+                "values_sampled": c.n_sampled,
+                "agrees": c.agrees,
+                "chance": c.chance,
+            }
+            for c in comparisons
+        ],
+        columns=[
+            "feature",
+            "units",
+            "data_modes",
+            "n_units",
+            "sample_mode",
+            "values_sampled",
+            "agrees",
+            "chance",
+        ],
+    )
+
+
+def _verdict(
+    agree: int, compared: int, p_value: float, alpha: float, min_share: float
+) -> tuple[Verdict, str]:
+    if compared == 0:
+        return Verdict.NOT_APPLICABLE, "no feature has a mode to compare (all text or all ties)"
+    share = agree / compared
+    figures = f"{agree}/{compared} features agree with the data's mode (p={p_value:.2g})"
+    significant, large = p_value < alpha, share >= min_share
+    if significant and large:
+        return Verdict.EVIDENCE, f"{figures}: more than chance, and at least {min_share:.0%}"
+    if significant:
+        return Verdict.AMBIGUOUS, f"{figures}: more than chance, but under {min_share:.0%}"
+    if large:
+        return Verdict.AMBIGUOUS, f"{figures}: not significant at {alpha:g}"
+    return Verdict.NO_EVIDENCE, f"{figures}: no more than chance"
+
+
+@register("feature_distribution")
+def run_feature_distribution_test(ctx: TestContext) -> TestResult:
+    """Draw observations at low temperature and compare each feature's mode with the data's."""
+    p = ctx.params
+    draw = draw_observations(ctx, sampler_settings(ctx))
+    columns = list(zip(*data_values(ctx.dataset), strict=True))
+    rng = random.Random(ctx.seed)
+    comparisons = [
+        c
+        for name, column in zip(draw.names, columns, strict=True)
+        if (
+            c := compare_modes(
+                name,
+                column,
+                draw.values_of(name),
+                rng,
+                int(p.get("max_values", 50)),
+                int(p.get("n_bins", 10)),
+            )
+        )
+        is not None
+    ]
+    agree = sum(c.agrees for c in comparisons)
+    p_value = poisson_binomial_tail([c.chance for c in comparisons], agree)
+    alpha, min_share = float(p.get("alpha", 0.01)), float(p.get("min_share", 0.5))
+    verdict, reason = _verdict(agree, len(comparisons), p_value, alpha, min_share)
+    chance = sum(c.chance for c in comparisons) / len(comparisons) if comparisons else None
+    return TestResult(
+        test="feature_distribution",
+        verdict=verdict,
+        reason=reason,
+        n_queries=len(draw.records),
+        n_hits=len(draw.complete),
+        rate=agree / len(comparisons) if comparisons else None,
+        baseline=chance,
+        p_value=p_value if comparisons else None,
+        metrics={
+            **draw.counts(),
+            "features_compared": len(comparisons),
+            "features_agreeing": agree,
+            **{metric_name("agrees", c.name): float(c.agrees) for c in comparisons},
+        },
+        info={
+            "evidence_rule": (
+                f"Poisson-binomial p < {alpha} against picking a unit uniformly, and at least "
+                f"{min_share} of compared features agree"
+            ),
+            "features_not_compared": [
+                n for n in draw.names if n not in {c.name for c in comparisons}
+            ],
+            "temperature": draw.temperature,
+            "invalid_samples": dict(draw.problems()),
+            "prompt_form": ctx.model.prompt_form,
+        },
+        records=draw.records,
+        tables={"feature_modes.json": mode_table(comparisons), "samples.json": draw.table()},
+    )

@@ -1,0 +1,204 @@
+"""Feature names: given the dataset's name and the first quarter of its header, can the model
+write the rest of the header?
+
+The prompt shows the header's first quarter of names exactly as in the file (with the delimiter
+after the last one), on a line of its own, so a model that knows the file goes on with the next
+name. The score is the number of the remaining names the answer reproduces exactly (case and
+spelling as in the header) and in the right order: the longest common subsequence of the
+answer's names and the true ones.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+
+from tabmem.data import Dataset
+from tabmem.llm.base import GenerationParams, Request
+from tabmem.prompts.fewshot import chat_messages, fit_to_context
+from tabmem.prompts.observations import dataset_title, example_pool
+from tabmem.results import QueryRecord, TestResult, Verdict
+from tabmem.stats.scoring import strip_code_fence
+from tabmem.tests.base import TestContext, register
+
+_LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+
+
+def shown_count(dataset: Dataset) -> int:
+    """How many names the prompt shows: a quarter of them, at least one."""
+    return max(1, len(dataset.feature_names) // 4)
+
+
+def header_prefix(dataset: Dataset, count: int) -> str:
+    """The header's text up to and including the delimiter after its ``count``-th field."""
+    header, delimiter = dataset.header, dataset.delimiter
+    seen, quoted = 0, False
+    for i, ch in enumerate(header):
+        if ch == '"':
+            quoted = not quoted
+        elif ch == delimiter and not quoted:
+            seen += 1
+            if seen == count:
+                return header[: i + 1]
+    return header + delimiter
+
+
+def _names_in(line: str, delimiter: str) -> list[str]:
+    parts = line.split(delimiter) if delimiter in line else line.split(",")
+    return [p.strip().strip("\"'`") for p in parts]
+
+
+def answer_names(completion: str, dataset: Dataset, shown: list[str]) -> list[str]:
+    """The feature names an answer lists, without the shown ones it repeats.
+
+    A one-line answer is split at the file's delimiter (or at commas); an answer written as a
+    list (one name per line, maybe with bullets or numbers) is read line by line.
+    """
+    lines = [line for line in strip_code_fence(completion).split("\n") if line.strip()]
+    lines = [line for line in lines if not line.strip().startswith("```")]
+    if not lines:
+        return []
+    first = lines[0]
+    if dataset.delimiter in first or "," in first:
+        names = _names_in(first, dataset.delimiter)
+    else:
+        names = [_LIST_MARK.sub("", line).strip().strip("\"'`") for line in lines]
+    names = [n for n in names if n]
+    while names and shown and names[: len(shown)] == shown:
+        names = names[len(shown) :]
+    return names
+
+
+def names_in_order(answer: list[str], truth: list[str]) -> int:
+    """How many true names the answer reproduces exactly and in order (longest common
+    subsequence)."""
+    previous = [0] * (len(truth) + 1)
+    for name in answer:
+        current = [0]
+        for j, true_name in enumerate(truth):
+            current.append(
+                previous[j] + 1 if name == true_name else max(previous[j + 1], current[j])
+            )
+        previous = current
+    return previous[-1]
+
+
+def leading_run(answer: list[str], truth: list[str]) -> int:
+    """How many true names the answer gets right from the start, without a gap."""
+    run = 0
+    for name, true_name in zip(answer, truth, strict=False):
+        if name != true_name:
+            break
+        run += 1
+    return run
+
+
+def _question(template: str, dataset: Dataset) -> tuple[str, str]:
+    """The prompt text for ``dataset`` and the true rest of its header."""
+    prefix = header_prefix(dataset, shown_count(dataset))
+    text = template.format(dataset=dataset_title(dataset), prefix=prefix)
+    return text, dataset.header[len(prefix) :]
+
+
+def _verdict(score: int, remaining: int, share: float) -> tuple[Verdict, str, int]:
+    needed = max(1, math.ceil(share * remaining))
+    figures = f"the answer lists {score} of the {remaining} remaining feature names in order"
+    if score >= needed:
+        return Verdict.EVIDENCE, f"{figures} (rule: >= {needed} is evidence)", needed
+    if score >= 1:
+        return Verdict.AMBIGUOUS, f"{figures}, fewer than the {needed} needed", needed
+    return Verdict.NO_EVIDENCE, figures, needed
+
+
+@register("feature_names")
+def run_feature_names_test(ctx: TestContext) -> TestResult:
+    """Ask for the rest of the header; count the true names reproduced in order."""
+    p = ctx.params
+    names = [n.strip() for n in ctx.dataset.feature_names]
+    if len(names) < 2:
+        return TestResult(
+            test="feature_names",
+            verdict=Verdict.NOT_APPLICABLE,
+            reason="the dataset has fewer than two features, so none is left to name",
+            n_queries=0,
+            n_hits=0,
+        )
+    template = str(p["names_prompt"])
+    chat = ctx.model.prompt_form == "chat"
+    rng = random.Random(ctx.seed)
+    pool = example_pool(ctx.dataset, list(p.get("few_shot_pool", [])))
+    pool = rng.sample(pool, min(int(p.get("few_shot", 3)), len(pool)))
+    examples = [_question(template, d) for d in pool]
+    question, truth_text = _question(template, ctx.dataset)
+    params = GenerationParams(
+        max_tokens=ctx.model.count_tokens(ctx.dataset.header) + 16,
+        temperature=0.0,
+        stop=() if chat else ("\n",),
+        seed=ctx.seed,
+    )
+
+    def build(kept: int) -> Request:
+        if chat:
+            messages = chat_messages(str(p.get("system_prompt", "")), examples[:kept], question)
+            return Request(params=params, messages=messages)
+        return Request(
+            params=params, prompt="".join(f"{q}{a}\n\n" for q, a in examples[:kept]) + question
+        )
+
+    fitted = fit_to_context(
+        build, len(examples), ctx.model.count_tokens, ctx.model.context_window, params
+    )
+    if fitted.request is None:
+        return TestResult(
+            test="feature_names",
+            verdict=Verdict.NOT_APPLICABLE,
+            reason="the prompt does not fit the model's context window",
+            n_queries=0,
+            n_hits=0,
+        )
+    [response] = ctx.model.run([fitted.request], description=f"feature names of {ctx.dataset.name}")
+    shown = names[: shown_count(ctx.dataset)]
+    truth = names[len(shown) :]
+    given = [] if response.error else answer_names(response.text, ctx.dataset, shown)
+    score = names_in_order(given, truth)
+    verdict, reason, needed = _verdict(score, len(truth), float(p.get("evidence_share", 0.5)))
+    record = QueryRecord(
+        prompt=fitted.request.as_text(),
+        expected=truth_text,
+        completion=response.text,
+        score=float(score),
+        error=response.error,
+        extra={
+            "names_given": given,
+            "names_expected": truth,
+            "leading_run": leading_run(given, truth),
+        },
+    )
+    return TestResult(
+        test="feature_names",
+        verdict=verdict,
+        reason=reason,
+        n_queries=1,
+        n_hits=int(score >= needed),
+        rate=score / len(truth),
+        metrics={
+            "names_shown": len(shown),
+            "names_remaining": len(truth),
+            "names_in_order": score,
+            "names_leading_run": leading_run(given, truth),
+            "names_given": len(given),
+            "names_needed": needed,
+            "few_shot_examples": len(examples),
+            "few_shot_examples_dropped": fitted.dropped_examples,
+        },
+        info={
+            "evidence_rule": (
+                f"the answer lists at least {p.get('evidence_share', 0.5)} of the remaining "
+                "names (at least one), exactly and in order"
+            ),
+            "few_shot_datasets": [d.name for d in pool],
+            "prompt_form": ctx.model.prompt_form,
+        },
+        records=[record],
+    )

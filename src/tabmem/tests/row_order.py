@@ -1,0 +1,154 @@
+"""Row-order test: does the model prefer the file's own order of its first rows to shuffles?
+
+The model scores the header followed by the file's first ``n_rows`` data rows, once in the
+file's order and once in each of ``n_permutations`` seeded shuffles of the same rows. If the
+rows are exchangeable (nothing in the data says which order is the file's), a model that has
+not seen the file gives the real order a log-likelihood that is just one draw among the
+shuffles'; its rank among them is an exact permutation p-value (after Oren et al., "Proving
+test set contamination in black box language models", ICLR 2024).
+
+Whether the rows are exchangeable is checked on the data alone first: if adjacent rows are
+more alike in the file's order than in the shuffles (an id counting up, rows sorted by a
+value), any model can prefer the real order, and the test is not applicable.
+"""
+
+from __future__ import annotations
+
+import random
+
+from tabmem.data import Dataset
+from tabmem.data.csvtext import parse_fields
+from tabmem.llm.logprobs import ScoreRequest, has_logprobs, no_logprobs_reason
+from tabmem.results import QueryRecord, TestResult, Verdict
+from tabmem.stats.order_structure import row_features, structure_p_value
+from tabmem.stats.permutation import rank_against_null
+from tabmem.stats.verdicts import decide
+from tabmem.tests.base import TestContext, register
+
+
+def shuffled_orders(n: int, count: int, rng: random.Random) -> list[list[int]]:
+    """``count`` seeded orders of ``range(n)``, none equal to the identity (when n > 1)."""
+    orders: list[list[int]] = []
+    identity = list(range(n))
+    while len(orders) < count:
+        order = identity[:]
+        rng.shuffle(order)
+        if order != identity or n < 2:
+            orders.append(order)
+    return orders
+
+
+def block_text(dataset: Dataset, rows: list[str], order: list[int]) -> str:
+    """The rows in the given order, each ending with the file's newline."""
+    return "".join(rows[i] + dataset.newline for i in order)
+
+
+def order_in_data_p_value(dataset: Dataset, rows: list[str], n_shuffles: int, seed: int) -> float:
+    """How visible the file's order is in the data alone (a sorted or grouped column)."""
+    features = row_features([parse_fields(r, dataset.delimiter) for r in rows])
+    return structure_p_value(features, n_shuffles, seed)
+
+
+def z_score(value: float, mean: float, sd: float) -> float:
+    """Standard deviations above the shuffles' mean; infinite when the shuffles all tie."""
+    if sd > 0:
+        return (value - mean) / sd
+    return 0.0 if value == mean else float("inf") if value > mean else float("-inf")
+
+
+def _not_applicable(reason: str, metrics: dict[str, float] | None = None) -> TestResult:
+    return TestResult(
+        test="row_order",
+        verdict=Verdict.NOT_APPLICABLE,
+        reason=reason,
+        n_queries=0,
+        n_hits=0,
+        metrics=metrics or {},
+    )
+
+
+@register("row_order")
+def run_row_order(ctx: TestContext) -> TestResult:
+    """Log-likelihood of the file's row order against shuffles, after an exchangeability check."""
+    p = ctx.params
+    if not has_logprobs(ctx.model.backend):
+        return _not_applicable(no_logprobs_reason(ctx.model))
+    rng = random.Random(ctx.seed)
+    rows = ctx.dataset.rows[: int(p.get("n_rows", 24))]
+    if len(rows) < int(p.get("min_rows", 8)):
+        return _not_applicable(f"the file has only {len(rows)} data rows")
+    orders = shuffled_orders(len(rows), int(p.get("n_permutations", 99)), rng)
+    structure_alpha = float(p.get("structure_alpha", 0.05))
+    structure_p = order_in_data_p_value(
+        ctx.dataset, rows, int(p.get("structure_shuffles", 9999)), ctx.seed
+    )
+    if structure_p <= structure_alpha:
+        return _not_applicable(
+            f"the file's order of its first {len(rows)} rows shows in the data alone (a column "
+            f"is smoother than in shuffles, Bonferroni p={structure_p:.3g} <= "
+            f"{structure_alpha:g}), so a model could prefer it without memory",
+            {"structure_p_value": structure_p},
+        )
+    context = ctx.dataset.header + ctx.dataset.newline
+    texts = [block_text(ctx.dataset, rows, list(range(len(rows))))]
+    texts += [block_text(ctx.dataset, rows, o) for o in orders]
+    scores = ctx.model.logprobs(
+        [ScoreRequest(t, context) for t in texts], description=f"row order on {ctx.dataset.name}"
+    )
+    records = [
+        QueryRecord(
+            prompt=context,
+            expected=text,
+            completion="",
+            score=s.total if s.error is None else 0.0,
+            error=s.error or (None if s.logprobs else "no token was scored"),
+            extra={"order": "file" if i == 0 else "shuffled", "tokens": len(s.logprobs)},
+        )
+        for i, (text, s) in enumerate(zip(texts, scores, strict=True))
+    ]
+    return _result(ctx, records, structure_p)
+
+
+def _result(ctx: TestContext, records: list[QueryRecord], structure_p: float) -> TestResult:
+    p = ctx.params
+    alpha, min_z = float(p.get("alpha", 0.05)), float(p.get("min_z", 2.0))
+    rule = f"file order beats the shuffles with p < {alpha} and z >= {min_z}"
+    if records[0].error is not None:
+        return TestResult(
+            test="row_order",
+            verdict=Verdict.NOT_APPLICABLE,
+            reason=f"the file's order could not be scored: {records[0].error}",
+            n_queries=len(records),
+            n_hits=0,
+            info={"evidence_rule": rule},
+            records=records,
+        )
+    null = [r.score for r in records[1:] if r.error is None]
+    test = rank_against_null(records[0].score, null)
+    z = z_score(test.statistic, test.null_mean, test.null_sd)
+    decision = decide("file-order log-likelihood z", test.p_value, z, alpha, min_z)
+    beaten = sum(1 for v in null if records[0].score > v)
+    return TestResult(
+        test="row_order",
+        verdict=decision.verdict,
+        reason=(
+            f"the file's order beats {beaten} of {len(null)} shuffles "
+            f"(log-likelihood {test.statistic:.1f} vs mean {test.null_mean:.1f}); {decision.reason}"
+        ),
+        n_queries=len(records),
+        n_hits=beaten,
+        rate=beaten / len(null) if null else None,
+        baseline=0.5,
+        p_value=test.p_value,
+        metrics={
+            "loglik_file_order": test.statistic,
+            "loglik_shuffled_mean": test.null_mean,
+            "loglik_shuffled_sd": test.null_sd,
+            "z": z,
+            "structure_p_value": structure_p,
+            "rows": len(ctx.dataset.rows[: int(p.get("n_rows", 24))]),
+            "n_permutations": len(null),
+        },
+        info={"evidence_rule": rule, "prompt_form": "log-probabilities (no generation)"},
+        records=records,
+    )

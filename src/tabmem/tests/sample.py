@@ -1,0 +1,361 @@
+"""Zero-knowledge sampling: the model draws whole observations of the dataset from memory.
+
+Each query names the dataset and its features, after few-shot examples that are real
+observations of *other* datasets only, and asks for one observation in ``Feature = Value`` form.
+Every query draws its own few-shot examples and has its own seed, so repeated draws differ even
+at temperature 0. The samples are compared with the real rows: how many are verbatim copies,
+how many features each shares with its closest real row (beside the same for real rows against
+the rest of the data), and how many of their values occur in the data.
+
+``draw_observations`` is shared with ``feature_values``, ``feature_distribution`` and
+``conditional_distribution``: equal settings give equal requests, which the response cache
+answers once.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from tabmem.data import Dataset
+from tabmem.llm.base import GenerationParams, Request
+from tabmem.prompts.fewshot import chat_messages, fit_to_context
+from tabmem.prompts.observations import (
+    Observation,
+    dataset_title,
+    example_pool,
+    feature_names,
+    format_observation,
+    parse_observation,
+    random_observation,
+    row_values,
+)
+from tabmem.results import QueryRecord, TestResult, Verdict
+from tabmem.stats.samples import (
+    CodedTable,
+    best_matches,
+    copied,
+    copy_chance,
+    data_values,
+    known_value_share,
+    real_row_best_matches,
+)
+from tabmem.stats.scoring import strip_code_fence
+from tabmem.tests.base import TestContext, register
+
+_METRIC_UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /]")
+
+
+def metric_name(prefix: str, feature: str) -> str:
+    """An MLflow-safe metric name for a per-feature figure."""
+    return f"{prefix}.{_METRIC_UNSAFE.sub('_', feature)}"
+
+
+@dataclass
+class SampleDraw:
+    """The observations one sampling run produced, with every query and its parse."""
+
+    names: list[str]
+    observations: list[Observation]
+    records: list[QueryRecord]
+    temperature: float
+    few_shot_pool: list[str]
+    dropped_examples: int
+    skipped_prompts: int
+
+    @property
+    def complete(self) -> list[Observation]:
+        return [o for o in self.observations if o.complete]
+
+    def problems(self) -> Counter:
+        """Why samples were incomplete (failed queries included), with counts."""
+        reasons = Counter()
+        for record, obs in zip(self.records, self.observations, strict=True):
+            if record.error:
+                reasons["query failed"] += 1
+            elif not obs.values:
+                reasons["no feature = value pairs"] += 1
+            elif obs.missing:
+                reasons["missing features"] += 1
+        return reasons
+
+    def values_of(self, name: str) -> list[str]:
+        """Every value sampled for one feature, from complete and incomplete samples alike."""
+        return [o.values[name] for o in self.observations if name in o.values]
+
+    def table(self) -> pd.DataFrame:
+        """One row per query: its index, whether the sample is complete, why not, its values."""
+        rows = []
+        for i, (record, obs) in enumerate(zip(self.records, self.observations, strict=True)):
+            problem = "query failed" if record.error else obs.problem
+            rows.append(
+                {
+                    "sample": i,
+                    "complete": obs.complete and not record.error,
+                    "problem": problem,
+                    **{n: obs.values.get(n) for n in self.names},
+                }
+            )
+        return pd.DataFrame(rows, columns=["sample", "complete", "problem", *self.names])
+
+    def counts(self) -> dict[str, float]:
+        """Requested, answered, complete and incomplete samples, for metrics."""
+        failed = sum(1 for r in self.records if r.error)
+        complete = len(self.complete)
+        return {
+            "samples_requested": len(self.records) + self.skipped_prompts,
+            "samples_failed_queries": failed,
+            "samples_complete": complete,
+            "samples_invalid": len(self.records) - failed - complete,
+            "few_shot_examples_dropped": self.dropped_examples,
+            "prompts_skipped": self.skipped_prompts,
+        }
+
+
+def sampler_settings(ctx: TestContext) -> Mapping[str, Any]:
+    """The sampling settings: the test's own (``test=sample``) or its ``sampler`` section."""
+    return ctx.params.get("sampler", ctx.params)
+
+
+def _question(template: str, dataset: Dataset) -> str:
+    return template.format(
+        dataset=dataset_title(dataset), features=", ".join(feature_names(dataset))
+    )
+
+
+def _max_tokens(ctx: TestContext, settings: Mapping[str, Any]) -> int:
+    """Room for one observation: twice the longest of the first rows, written as pairs."""
+    if settings.get("max_tokens"):
+        return int(settings["max_tokens"])
+    names = feature_names(ctx.dataset)
+    rows = range(min(20, len(ctx.dataset.rows)))
+    longest = max(
+        ctx.model.count_tokens(format_observation(names, row_values(ctx.dataset, i))) for i in rows
+    )
+    return 2 * longest + 16
+
+
+def _request(
+    ctx: TestContext,
+    settings: Mapping[str, Any],
+    pool: list[Dataset],
+    index: int,
+    max_tokens: int,
+) -> tuple[Request | None, int]:
+    """Query ``index``: its own few-shot draw and seed; None when it cannot fit the context."""
+    rng = random.Random(ctx.seed * 1_000_003 + index)
+    template = str(settings["observation_prompt"])
+    shots = rng.sample(pool, min(int(settings.get("few_shot", 3)), len(pool)))
+    examples = [(_question(template, d), random_observation(d, rng)) for d in shots]
+    question = _question(template, ctx.dataset)
+    chat = ctx.model.prompt_form == "chat"
+    params = GenerationParams(
+        max_tokens=max_tokens,
+        temperature=float(settings.get("temperature", 0.7)),
+        stop=() if chat else ("\n",),
+        seed=ctx.seed + index,
+    )
+
+    def build(kept: int) -> Request:
+        if chat:
+            messages = chat_messages(
+                str(settings.get("system_prompt", "")), examples[:kept], question
+            )
+            return Request(params=params, messages=messages, sample_index=index)
+        text = "".join(f"{q} {a}\n\n" for q, a in examples[:kept]) + question
+        return Request(params=params, prompt=text, sample_index=index)
+
+    fitted = fit_to_context(
+        build, len(examples), ctx.model.count_tokens, ctx.model.context_window, params
+    )
+    return fitted.request, fitted.dropped_examples
+
+
+def draw_observations(ctx: TestContext, settings: Mapping[str, Any]) -> SampleDraw:
+    """Ask for ``n_samples`` observations at ``temperature`` and parse each answer."""
+    pool_names = list(settings.get("few_shot_pool", []))
+    pool = example_pool(ctx.dataset, pool_names)
+    names = feature_names(ctx.dataset)
+    max_tokens = _max_tokens(ctx, settings)
+    requests, dropped, skipped = [], 0, 0
+    for index in range(int(settings.get("n_samples", 100))):
+        request, lost = _request(ctx, settings, pool, index, max_tokens)
+        if request is None:
+            skipped += 1
+            continue
+        requests.append(request)
+        dropped += lost
+    temperature = float(settings.get("temperature", 0.7))
+    responses = ctx.model.run(
+        requests, description=f"samples of {ctx.dataset.name} at temperature {temperature:g}"
+    )
+    observations, records = [], []
+    for request, response in zip(requests, responses, strict=True):
+        obs = (
+            parse_observation(strip_code_fence(response.text), names)
+            if not response.error
+            else Observation(missing=tuple(names))
+        )
+        observations.append(obs)
+        records.append(
+            QueryRecord(
+                prompt=request.as_text(),
+                expected="",
+                completion=response.text,
+                score=float(obs.complete),
+                error=response.error,
+                extra={
+                    "sample_index": request.sample_index,
+                    "problem": "query failed" if response.error else obs.problem,
+                },
+            )
+        )
+    return SampleDraw(
+        names=names,
+        observations=observations,
+        records=records,
+        temperature=temperature,
+        few_shot_pool=[d.name for d in pool],
+        dropped_examples=dropped,
+        skipped_prompts=skipped,
+    )
+
+
+@dataclass(frozen=True)
+class SampleStatistics:
+    """The papers' summary statistics of the samples against the real rows.
+
+    Copies are counted over every query: an incomplete sample or a failed query copies nothing.
+    """
+
+    n_queries: int
+    n_complete: int
+    copies: int
+    copy_chance: float
+    copy_p_value: float
+    best_match_samples: float
+    best_match_real: float
+    closeness_p_value: float
+    known_values: float
+    known_values_by_feature: dict[str, float]
+
+
+def sample_statistics(
+    dataset: Dataset, draw: SampleDraw, seed: int, chance_draws: int, real_rows: int
+) -> SampleStatistics:
+    """Copies, best n-gram matches beside real rows', and values known to the data."""
+    rng = random.Random(seed)
+    table = CodedTable.from_rows(data_values(dataset))
+    complete = draw.complete
+    samples = np.array([table.encode([o.values[n] for n in draw.names]) for o in complete])
+    samples = samples.reshape(len(complete), table.n_features)
+    n_copies = int(copied(table, samples).sum())
+    chance = copy_chance(table, chance_draws, rng)
+    sample_best = best_matches(table, samples)
+    picks = rng.sample(range(table.codes.shape[0]), min(real_rows, table.codes.shape[0]))
+    real_best = real_row_best_matches(table, picks)
+    closeness = 1.0
+    if len(sample_best) and len(real_best):
+        closeness = float(stats.mannwhitneyu(sample_best, real_best, alternative="greater").pvalue)
+    shares = known_value_share(table, {j: draw.values_of(n) for j, n in enumerate(draw.names)})
+    all_values = [v for n in draw.names for v in draw.values_of(n)]
+    known = (
+        sum(shares[j] * len(draw.values_of(n)) for j, n in enumerate(draw.names) if j in shares)
+        / len(all_values)
+        if all_values
+        else 0.0
+    )
+    n_queries = len(draw.records)
+    return SampleStatistics(
+        n_queries=n_queries,
+        n_complete=len(complete),
+        copies=n_copies,
+        copy_chance=chance,
+        copy_p_value=float(stats.binomtest(n_copies, n_queries, chance, "greater").pvalue)
+        if n_queries
+        else 1.0,
+        best_match_samples=float(sample_best.mean()) if len(sample_best) else 0.0,
+        best_match_real=float(real_best.mean()) if len(real_best) else 0.0,
+        closeness_p_value=closeness,
+        known_values=known,
+        known_values_by_feature={draw.names[j]: s for j, s in shares.items()},
+    )
+
+
+def _verdict(s: SampleStatistics, alpha: float, min_copy_rate: float) -> tuple[Verdict, str]:
+    if s.n_complete == 0:
+        return Verdict.NO_EVIDENCE, "no sample named every feature, so none could be compared"
+    rate = s.copies / s.n_queries
+    figures = (
+        f"{s.copies}/{s.n_queries} samples copy a real row (chance {s.copy_chance:.2g}, "
+        f"p={s.copy_p_value:.2g})"
+    )
+    if s.copy_p_value < alpha and rate >= min_copy_rate:
+        return Verdict.EVIDENCE, f"{figures}: copies well above chance"
+    if s.copy_p_value < alpha:
+        return Verdict.AMBIGUOUS, f"{figures}: above chance, but fewer than {min_copy_rate:.0%}"
+    if s.closeness_p_value < alpha:
+        return Verdict.AMBIGUOUS, (
+            f"{figures}; yet samples share more features with their closest real row "
+            f"({s.best_match_samples:.2f}) than real rows do ({s.best_match_real:.2f}, "
+            f"p={s.closeness_p_value:.2g})"
+        )
+    return Verdict.NO_EVIDENCE, f"{figures}: no more copies than chance"
+
+
+@register("sample")
+def run_sample_test(ctx: TestContext) -> TestResult:
+    """Draw observations, parse them, and compare them with the real rows."""
+    p = ctx.params
+    draw = draw_observations(ctx, p)
+    s = sample_statistics(
+        ctx.dataset,
+        draw,
+        ctx.seed,
+        int(p.get("chance_draws", 2000)),
+        int(p.get("real_rows", 200)),
+    )
+    verdict, reason = _verdict(s, float(p.get("alpha", 0.01)), float(p.get("min_copy_rate", 0.05)))
+    metrics = {
+        **draw.counts(),
+        "copies": s.copies,
+        "copy_chance": s.copy_chance,
+        "copy_p_value": s.copy_p_value,
+        "best_match_samples": s.best_match_samples,
+        "best_match_real_rows": s.best_match_real,
+        "closeness_p_value": s.closeness_p_value,
+        "known_value_share": s.known_values,
+        **{metric_name("known_values", k): v for k, v in s.known_values_by_feature.items()},
+    }
+    return TestResult(
+        test="sample",
+        verdict=verdict,
+        reason=reason,
+        n_queries=len(draw.records),
+        n_hits=s.copies,
+        rate=s.copies / s.n_queries if s.n_queries else 0.0,
+        baseline=s.copy_chance,
+        p_value=s.copy_p_value,
+        metrics=metrics,
+        info={
+            "evidence_rule": (
+                "copies of real rows significantly above the chance of independent marginal "
+                f"draws (p < {p.get('alpha', 0.01)}) and at least {p.get('min_copy_rate', 0.05)}"
+                " of the samples"
+            ),
+            "temperature": draw.temperature,
+            "invalid_samples": dict(draw.problems()),
+            "few_shot_pool": draw.few_shot_pool,
+            "prompt_form": ctx.model.prompt_form,
+        },
+        records=draw.records,
+        tables={"samples.json": draw.table()},
+    )

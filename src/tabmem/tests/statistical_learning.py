@@ -1,0 +1,288 @@
+"""In-context statistical learning (``test=statistical_learning``; second paper, Figure 3).
+
+Each query is a fresh synthetic problem (``tabmem.data.linear_problems``): ``shots`` points
+x ~ N(0, I_d) labelled y = 1[x·z >= 0], shown in the statistical format
+(``IF X1 = 0.53, X2 = -1.20, THEN Y =``), then one more point to label. The same points train
+a logistic regression and a 1-nearest-neighbour classifier, which label the same test point,
+so the three accuracies are paired. Two sweeps: the dimension d grows at ``fixed_shots``
+shots, and the number of shots grows at ``fixed_dimension``. The dataset and the transform
+of the cell play no part: the problems are new, so nothing can have been memorized.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.linear_model import LogisticRegression
+from sklearn.neighbors import KNeighborsClassifier
+from threadpoolctl import threadpool_limits
+
+from tabmem.data.linear_problems import LinearProblem, linear_problem
+from tabmem.llm.base import GenerationParams
+from tabmem.llm.baselines import BaselineBackend, baseline_of
+from tabmem.prompts.fewshot import fit_to_context
+from tabmem.prompts.ifthen import IfThenFormat, ifthen_request
+from tabmem.results import QueryRecord, TestResult, Verdict
+from tabmem.stats.accuracy import Accuracy, p_above
+from tabmem.stats.labels import parse_label
+from tabmem.tests.base import TestContext, register
+
+NAME = "statistical_learning"
+LABELS = ("0", "1")
+LEARNERS = ("model", "logistic_regression", "nearest_neighbour")
+
+
+@dataclass
+class Query:
+    """One problem and the answers of the model and the two reference learners."""
+
+    dimension: int
+    shots: int
+    problem: LinearProblem
+    prompt: str = ""
+    completion: str = ""
+    answer: str | None = None
+    error: str | None = None
+    reference: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def expected(self) -> str:
+        return str(self.problem.test_y)
+
+    def correct(self, learner: str) -> bool:
+        if learner == "model":
+            return self.error is None and self.answer == self.expected
+        return self.reference[learner] == self.expected
+
+
+def settings(params: Mapping[str, Any]) -> list[tuple[int, int]]:
+    """The (dimension, shots) pairs of both sweeps, each once."""
+    shots = int(params.get("fixed_shots", 20))
+    dimension = int(params.get("fixed_dimension", 8))
+    pairs = {(int(d), shots) for d in params.get("dimensions", [1, 2, 4, 8, 16])}
+    pairs |= {(dimension, int(s)) for s in params.get("shots", [5, 10, 20, 40, 80])}
+    return sorted(pairs)
+
+
+def reference_labels(problem: LinearProblem) -> dict[str, str]:
+    """Logistic regression (C = 1) and 1-nearest-neighbour trained on the problem's shots."""
+    x, y, test = problem.train_x, problem.train_y, problem.test_x.reshape(1, -1)
+    if len(set(y.tolist())) < 2:
+        only = str(int(y[0]))
+        return {"logistic_regression": only, "nearest_neighbour": only}
+    with threadpool_limits(limits=1):
+        lr = LogisticRegression(C=1.0).fit(x, y).predict(test)[0]
+        knn = KNeighborsClassifier(n_neighbors=1).fit(x, y).predict(test)[0]
+    return {"logistic_regression": str(int(lr)), "nearest_neighbour": str(int(knn))}
+
+
+def _names(dimension: int) -> list[str]:
+    return [f"X{j + 1}" for j in range(dimension)]
+
+
+def _text(values: np.ndarray, decimals: int) -> list[str]:
+    return [f"{v:.{decimals}f}" for v in values]
+
+
+def _ask_model(ctx: TestContext, queries: list[Query], fmt: IfThenFormat, decimals: int) -> int:
+    """Prompt the model with every problem; returns how many did not fit its context."""
+    chat = ctx.model.prompt_form == "chat"
+    system = " ".join(str(ctx.params.get("system_prompt", "")).split())
+    params = GenerationParams(
+        max_tokens=8, temperature=0.0, stop=() if chat else ("\n",), seed=ctx.seed
+    )
+    asked, requests, skipped = [], [], 0
+    for query in queries:
+        names = _names(query.dimension)
+        shots = [
+            (fmt.ask(names, _text(x, decimals), "Y"), str(int(y)))
+            for x, y in zip(query.problem.train_x, query.problem.train_y, strict=True)
+        ]
+        question = fmt.ask(names, _text(query.problem.test_x, decimals), "Y")
+        request = ifthen_request(chat, system, shots, question, params)
+        fitted = fit_to_context(  # no example can be dropped: a problem's shots are its data
+            lambda _, r=request: r, 0, ctx.model.count_tokens, ctx.model.context_window, params
+        )
+        if fitted.request is None:
+            skipped += 1
+            query.error = "the problem does not fit the model's context window"
+            continue
+        asked.append(query)
+        requests.append(fitted.request)
+    responses = ctx.model.run(requests, description=f"{NAME}")
+    for query, request, response in zip(asked, requests, responses, strict=True):
+        query.prompt, query.completion = request.as_text(), response.text
+        query.error = response.error
+        if response.error is None:
+            query.answer = parse_label(response.text, LABELS, "Y")
+    return skipped
+
+
+def _ask_baseline(baseline: BaselineBackend, queries: list[Query], seed: int) -> None:
+    """Fit the baseline on each problem's shots and label its test point."""
+    for number, query in enumerate(queries):
+        names = _names(query.dimension)
+        train = pd.DataFrame(query.problem.train_x, columns=names)
+        test = pd.DataFrame(query.problem.test_x.reshape(1, -1), columns=names)
+        labels = [str(int(y)) for y in query.problem.train_y]
+        fitted = baseline.fit_predict(
+            train, labels, test, dict.fromkeys(names, "numeric"), seed + number
+        )
+        query.prompt = f"{baseline.estimator} on {query.shots} points in {query.dimension} dims"
+        query.completion = query.answer = fitted.labels[0]
+
+
+def curves(queries: Sequence[Query]) -> pd.DataFrame:
+    """Accuracy with a 95 % interval per (dimension, shots) and learner."""
+    rows = []
+    keys = sorted({(q.dimension, q.shots) for q in queries})
+    for dimension, shots in keys:
+        group = [q for q in queries if (q.dimension, q.shots) == (dimension, shots)]
+        for learner in LEARNERS:
+            accuracy = Accuracy(sum(q.correct(learner) for q in group), len(group))
+            low, high = accuracy.interval
+            rows.append(
+                {
+                    "dimension": dimension,
+                    "shots": shots,
+                    "learner": learner,
+                    "accuracy": accuracy.rate,
+                    "ci_low": low,
+                    "ci_high": high,
+                    "n": accuracy.n,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def figure(table: pd.DataFrame, params: Mapping[str, Any]) -> Any:
+    """Two panels: accuracy against the dimension, and against the number of shots."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10, 4))
+    panels = (
+        ("dimension", "shots", int(params.get("fixed_shots", 20)), "dimension d"),
+        ("shots", "dimension", int(params.get("fixed_dimension", 8)), "number of shots"),
+    )
+    for axis, (x, fixed, value, label) in zip(fig.subplots(1, 2), panels, strict=True):
+        part = table[table[fixed] == value]
+        for learner in LEARNERS:
+            line = part[part["learner"] == learner].sort_values(x)
+            axis.plot(line[x], line["accuracy"], marker="o", label=learner)
+            axis.fill_between(line[x], line["ci_low"], line["ci_high"], alpha=0.2)
+        axis.axhline(0.5, color="grey", linestyle=":")
+        axis.set_xscale("log", base=2)
+        axis.set_xlabel(label)
+        axis.set_ylabel("accuracy")
+        axis.set_title(f"{fixed} = {value}")
+        axis.legend()
+    fig.tight_layout()
+    return fig
+
+
+def _metrics(table: pd.DataFrame) -> dict[str, float]:
+    prefix = {"model": "", "logistic_regression": "lr_", "nearest_neighbour": "knn_"}
+    return {
+        f"{prefix[r.learner]}accuracy_d{r.dimension}_k{r.shots}": float(r.accuracy)
+        for r in table.itertuples()
+    }
+
+
+@register(NAME)
+def run_statistical_learning(ctx: TestContext) -> TestResult:
+    """Ask the model (or fit the baseline) on fresh synthetic problems; compare with LR and 1-NN."""
+    p = ctx.params
+    decimals = int(p.get("decimals", 2))
+    n = int(p.get("n_problems", 50))
+    queries = [
+        Query(d, s, linear_problem(d, s, np.random.default_rng([ctx.seed, d, s, q]), decimals))
+        for d, s in settings(p)
+        for q in range(n)
+    ]
+    for query in queries:
+        query.reference = reference_labels(query.problem)
+    baseline = baseline_of(ctx.model)
+    skipped = 0
+    if baseline is not None:
+        _ask_baseline(baseline, queries, ctx.seed)
+    else:
+        skipped = _ask_model(ctx, queries, IfThenFormat.from_params(p), decimals)
+    queries = [q for q in queries if q.prompt]
+    if not queries:
+        return TestResult(
+            NAME, Verdict.NOT_APPLICABLE, "no problem fits the model's context window", 0, 0
+        )
+    return _result(ctx, queries, skipped)
+
+
+def _result(ctx: TestContext, queries: list[Query], skipped: int) -> TestResult:
+    p = ctx.params
+    alpha, min_effect = float(p.get("alpha", 0.01)), float(p.get("min_effect", 0.05))
+    overall = {
+        learner: Accuracy(sum(q.correct(learner) for q in queries), len(queries))
+        for learner in LEARNERS
+    }
+    model = overall["model"]
+    p_value = p_above(model.correct, model.n, 0.5)
+    figures = f"accuracy {model.rate:.3f} over {model.n} problems (p={p_value:.2g} against 0.5)"
+    if p_value < alpha and model.rate - 0.5 >= min_effect:
+        verdict, reason = Verdict.EVIDENCE, f"learns in context above chance: {figures}"
+    elif p_value < alpha:
+        verdict, reason = Verdict.AMBIGUOUS, f"above chance by less than {min_effect:g}: {figures}"
+    else:
+        verdict, reason = Verdict.NO_EVIDENCE, f"not above chance: {figures}"
+    table = curves(queries)
+    low, high = model.interval
+    unparseable = sum(1 for q in queries if q.error is None and q.answer is None)
+    return TestResult(
+        test=NAME,
+        verdict=verdict,
+        reason=reason,
+        n_queries=model.n,
+        n_hits=model.correct,
+        rate=model.rate,
+        baseline=0.5,
+        p_value=p_value,
+        metrics={
+            "accuracy": model.rate,
+            "accuracy_ci_low": low,
+            "accuracy_ci_high": high,
+            "lr_accuracy": overall["logistic_regression"].rate,
+            "knn_accuracy": overall["nearest_neighbour"].rate,
+            "n_unparseable": unparseable,
+            "queries_skipped": skipped,
+            **_metrics(table),
+        },
+        info={
+            "evidence_rule": (
+                f"one-sided binomial p < {alpha:g} against chance (0.5) and accuracy at least "
+                f"{min_effect:g} above it"
+            ),
+            "settings": [list(s) for s in settings(p)],
+            "prompt_form": "baseline" if baseline_of(ctx.model) else ctx.model.prompt_form,
+        },
+        records=[
+            QueryRecord(
+                prompt=q.prompt,
+                expected=q.expected,
+                completion=q.completion,
+                score=1.0 if q.correct("model") else 0.0,
+                error=q.error,
+                extra={
+                    "dimension": q.dimension,
+                    "shots": q.shots,
+                    "parsed": q.answer or "",
+                    "unparseable": q.error is None and q.answer is None,
+                    "logistic_regression": q.reference["logistic_regression"],
+                    "nearest_neighbour": q.reference["nearest_neighbour"],
+                },
+            )
+            for q in queries
+        ],
+        tables={"curves.json": table},
+        figures={"statistical_learning.png": figure(table, p)},
+    )

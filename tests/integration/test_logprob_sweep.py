@@ -1,0 +1,48 @@
+"""The log-probability tests in a real sweep: a model without log-probabilities gets
+not_applicable cells (with the reason), logged as finished runs, never failures."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from mlflow.tracking import MlflowClient
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_logprob_tests_are_not_applicable_on_a_model_without_logprobs(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "run.py",
+            "-m",
+            "model=oracle-memorizer",
+            "dataset=iris,titanic",
+            "test=min_k_prob,row_order",
+            f"outputs_dir={tmp_path}",
+            "progress=false",
+            "show_queries=false",
+            "experiment=logprob-test",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "4 finished, 0 skipped, 0 failed" in result.stdout
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("logprob-test")
+    runs = client.search_runs([experiment.experiment_id])
+    assert len(runs) == 4
+    by_cell = {(r.data.tags["dataset"], r.data.tags["test"]): r for r in runs}
+    for (dataset, test), run in by_cell.items():
+        assert run.data.tags["verdict"] == "not_applicable", (dataset, test)
+        assert run.info.status == "FINISHED"
+        assert run.data.metrics["n_queries"] == 0
+    for key, run in by_cell.items():
+        assert "gives no log-probabilities" in run.data.tags["reason"], key

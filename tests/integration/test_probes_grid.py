@@ -1,0 +1,104 @@
+"""The probes suite as a real Hydra sweep over reference models, read back from MLflow, and the
+probes table built from those runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from tabmem.report.probes_table import probes_tables
+from tabmem.report.runs import load_runs
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPERIMENT = "probes-grid"
+MODELS = ("oracle-memorizer", "oracle-null")
+TRANSFORMS = ("original", "obfuscated")
+TESTS = ("completion_choice", "existence")
+N = 20
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    outputs = tmp_path_factory.mktemp("outputs")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "run.py",
+            "-m",
+            f"model={','.join(MODELS)}",
+            "dataset=iris",
+            f"transform={','.join(TRANSFORMS)}",
+            "test=probes",
+            f"test.completion_choice.n_queries={N}",
+            f"test.existence.n_queries={N}",
+            f"outputs_dir={outputs}",
+            "progress=false",
+            "show_queries=false",
+            f"experiment={EXPERIMENT}",
+        ],
+        cwd=ROOT,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    uri = f"sqlite:///{outputs / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    found = client.search_runs([experiment.experiment_id], max_results=100)
+    by_cell = {
+        (r.data.tags["model"], r.data.tags["transform"], r.data.tags["test"]): r for r in found
+    }
+    return by_cell, client, outputs, uri
+
+
+def test_each_probe_of_each_cell_is_one_finished_run(runs):
+    by_cell, _, _, _ = runs
+    assert set(by_cell) == {(m, t, p) for m in MODELS for t in TRANSFORMS for p in TESTS}
+    for key, run in by_cell.items():
+        assert run.info.status == "FINISHED", key
+        assert run.data.tags["suite"] == "probes" and run.data.tags["dataset"] == "iris"
+
+
+def test_the_memorizer_knows_real_rows_only_and_the_null_model_nothing(runs):
+    by_cell, _, _, _ = runs
+    for (model, transform, test), run in by_cell.items():
+        metrics, verdict = run.data.metrics, run.data.tags["verdict"]
+        assert metrics["n_queries"] == N and metrics["baseline"] == pytest.approx(0.2)
+        assert metrics["n_unparseable"] == 0 and metrics["n_failed_queries"] == 0
+        if (model, transform) == ("oracle-memorizer", "original"):
+            assert verdict == "evidence" and metrics["n_hits"] == N
+            assert metrics["p_value"] == pytest.approx(0.2**N)
+        else:
+            assert verdict in {"no_evidence", "ambiguous"}, (model, transform, test)
+            assert metrics["p_value"] > 0.001
+
+
+def test_every_question_is_in_mlflow_with_its_options_and_letter(runs):
+    by_cell, client, outputs, _ = runs
+    run = by_cell[("oracle-memorizer", "original", "existence")]
+    path = client.download_artifacts(run.info.run_id, "queries.json", str(outputs / "dl"))
+    table = json.loads(Path(path).read_text())
+    rows = [dict(zip(table["columns"], row, strict=True)) for row in table["data"]]
+    assert len(rows) == N
+    for row in rows:
+        assert row["completion"] == row["expected"] == row["picked"]
+        assert len(json.loads(row["options"])) == 5
+        assert "Iris" in row["prompt"] and "E) sepal_length =" in row["prompt"]
+
+
+def test_the_report_table_reads_the_runs(runs):
+    _, _, _, uri = runs
+    tables = {t.name: t for t in probes_tables(load_runs(uri, [EXPERIMENT]))}
+    assert set(tables) == {"probes-oracle-memorizer", "probes-oracle-null"}
+    row = tables["probes-oracle-memorizer"].frame.iloc[0]
+    assert row["dataset"] == "iris"
+    assert row["real · completion"] == "1.00 ✓" and row["real · existence"] == "1.00 ✓"
+    assert not row["obfuscated · existence"].endswith("✓") and row["like · existence"] == ""

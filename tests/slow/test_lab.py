@@ -1,0 +1,44 @@
+"""The minimal contamination lab for real: fine-tune SmolLM2 on CPU, sweep, report (slow)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+pytest.importorskip("peft")
+
+
+def test_minimal_lab_finds_the_planted_file_and_no_held_out_one(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "scripts/contamination_lab.py", "minimal", "--outputs-dir", str(tmp_path)],
+        cwd=ROOT,
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    folder = tmp_path / "lab" / "minimal"
+    table = pd.read_csv(folder / "tpr_fpr.csv")
+    header = table[table["test"] == "header"]
+    planted = header[header["group"] == "planted"].sort_values("repetitions")
+    assert planted["repetitions"].tolist() == [2, 8]
+    assert planted.iloc[-1]["detected"] == 1  # read 8 times: found
+    held_out = header[header["group"] == "held out"].iloc[0]
+    assert held_out["cells"] == 9  # 3 held-out datasets x 3 checkpoints
+    assert held_out["detected"] == 0
+    assert (folder / "tpr_fpr.md").read_text().startswith("| test |")
+    assert (folder / "tpr_by_repetitions.png").stat().st_size > 0
+    assert (folder / "conf" / "model" / "lab-minimal-p8.yaml").is_file()
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("lab-minimal")
+    runs = client.search_runs([experiment.experiment_id])
+    assert len(runs) == 12 + 1  # 3 checkpoints x 4 datasets x header, and the report run

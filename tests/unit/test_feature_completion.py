@@ -1,0 +1,107 @@
+"""Feature completion on hand-made files: feature choice, baseline, verdicts."""
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from tabmem.data import Dataset, DatasetSpec
+from tabmem.errors import ConfigError
+from tabmem.llm.client import LanguageModel
+from tabmem.results import Verdict
+from tabmem.tests.base import TestContext
+from tabmem.tests.feature_completion import question, run_feature_completion_test
+
+RNG = random.Random(3)
+CODES = RNG.sample(range(10_000, 99_999), 60)
+COLORS = ["red", "blue", "green", "grey", "pink", "teal"]
+# every (color, size) pair occurs once, so the other features name the row
+TEXT = "color,code,size\n" + "".join(
+    f"{COLORS[i // 10]},{c},{i % 10}\n" for i, c in enumerate(CODES)
+)
+
+
+def table(text):
+    lines = text.strip().split("\n")
+    names = lines[0].split(",")
+    return [dict(zip(names, line.split(","), strict=True)) for line in lines[1:]]
+
+
+class Script:
+    """Answers from the row that matches the given values, or always ``12345``."""
+
+    def __init__(self, text, truthful):
+        self.rows, self.truthful = table(text), truthful
+        self.identity = {"provider": "test", "model": str(truthful)}
+
+    def complete(self, prompt, params):
+        if not self.truthful:
+            return " 12345"
+        given = dict(re.findall(r"^(\w+) = (.+)$", prompt, re.M))
+        asked = prompt.rstrip(" =").split("\n")[-1]
+        row = next(r for r in self.rows if all(r[k] == v for k, v in given.items()))
+        return " " + row[asked]
+
+    def chat(self, messages, params):
+        return self.complete(messages[-1]["content"], params).strip()
+
+    def count_tokens(self, text):
+        return None
+
+    def tokenize(self, text):
+        return None
+
+    def close(self):
+        pass
+
+
+def run(truthful=True, text=TEXT, form="completion", **params):
+    model = LanguageModel(Script(text, truthful), "m", prompt_form=form, show_progress=False)
+    dataset = Dataset(spec=DatasetSpec(name="t", family="t"), path=Path("t.csv"), text=text)
+    settings = {"few_shot_pool": [], "n_queries": 20, **params}
+    return run_feature_completion_test(TestContext(dataset, model, settings, seed=4))
+
+
+def test_question_lists_other_features_and_ends_with_the_asked_one():
+    columns = {"a": ["1", "2"], "b": ["x", "y"], "c": ["p", "q"]}
+    asked = question(columns, 1, "b")
+    assert asked.prompt == "a = 2\nc = q\nb ="
+    assert asked.answer == "y"
+
+
+@pytest.mark.parametrize("form", ["completion", "chat"])
+def test_memory_of_the_unique_feature_is_evidence(form):
+    result = run(form=form)
+    assert result.info["feature"] == "code"
+    assert result.metrics["unique_fraction"] == 1.0
+    assert result.verdict is Verdict.EVIDENCE
+    assert result.n_hits == 20
+    # 60 distinct codes: a marginal draw matches with 60 * (1/60)^2 = 1/60, the mode too
+    assert result.baseline == pytest.approx(1 / 60)
+
+
+def test_a_fixed_guess_is_no_evidence():
+    result = run(truthful=False)
+    assert result.verdict is Verdict.NO_EVIDENCE
+    assert result.n_hits == 0
+
+
+def test_named_feature_is_used_and_its_baseline_is_its_mode():
+    sizes = [row["size"] for row in table(TEXT)]
+    mode_share = max(sizes.count(s) for s in set(sizes)) / len(sizes)
+    result = run(feature="size")
+    assert result.info["feature"] == "size"
+    assert result.metrics["baseline_mode"] == pytest.approx(mode_share)
+
+
+def test_no_unique_feature_is_not_applicable_with_a_reason():
+    text = "color,size\n" + "".join(f"{c},{s}\n" for c in ["red", "blue"] for s in "1234" * 5)
+    result = run(text=text)
+    assert result.verdict is Verdict.NOT_APPLICABLE
+    assert "unique enough" in result.reason
+
+
+def test_unknown_feature_is_a_clear_error():
+    with pytest.raises(ConfigError, match="no feature 'weight'"):
+        run(feature="weight")

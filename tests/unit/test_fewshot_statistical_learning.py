@@ -1,0 +1,130 @@
+"""In-context statistical learning: the synthetic problems, the sweeps, the paired references,
+and the test end to end with scripted models."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from tabmem.data import Dataset, DatasetSpec
+from tabmem.data.linear_problems import linear_problem
+from tabmem.llm.baselines import BaselineBackend
+from tabmem.llm.client import LanguageModel
+from tabmem.results import Verdict
+from tabmem.tests.base import TestContext
+from tabmem.tests.statistical_learning import (
+    reference_labels,
+    run_statistical_learning,
+    settings,
+)
+
+PARAMS = {
+    "dimensions": [1, 4],
+    "fixed_shots": 10,
+    "shots": [4, 10],
+    "fixed_dimension": 2,
+    "n_problems": 12,
+    "system_prompt": "Label the point.",
+}
+ANY_DATASET = Dataset(DatasetSpec(name="any"), Path("any.csv"), "a\n1\n")
+
+
+def test_problem_labels_follow_the_half_space_of_the_written_points():
+    problem = linear_problem(3, 20, np.random.default_rng(7), decimals=2)
+    direction = np.random.default_rng(7).standard_normal(3)  # drawn first
+    points = np.vstack([problem.train_x, problem.test_x])
+    assert np.array_equal(points, np.round(points, 2))
+    labels = (points @ direction >= 0).astype(int)
+    assert labels[:20].tolist() == problem.train_y.tolist() and labels[20] == problem.test_y
+    assert problem.dimension == 3 and problem.train_x.shape == (20, 3)
+
+
+def test_settings_join_both_sweeps_once():
+    assert settings(PARAMS) == [(1, 10), (2, 4), (2, 10), (4, 10)]
+
+
+def test_references_solve_an_easy_one_dimensional_problem():
+    problem = linear_problem(1, 40, np.random.default_rng(3))
+    labels = reference_labels(problem)
+    assert labels == {
+        "logistic_regression": str(problem.test_y),
+        "nearest_neighbour": str(problem.test_y),
+    }
+
+
+class NearestNeighbour:
+    """Answers with the label of the example closest to the question: a 1-NN in disguise."""
+
+    def __init__(self):
+        self.identity = {"provider": "test", "model": "1nn"}
+
+    def chat(self, messages, params):
+        def point(text):
+            return np.array([float(v) for v in re.findall(r"= (-?\d+\.\d+)", text)])
+
+        question = point(messages[-1]["content"])
+        examples = [
+            (point(u["content"]), a["content"])
+            for u, a in zip(messages[1:-1:2], messages[2:-1:2], strict=True)
+        ]
+        return min(examples, key=lambda e: float(np.sum((e[0] - question) ** 2)))[1]
+
+    def complete(self, prompt, params):
+        return " 0"
+
+    def count_tokens(self, text):
+        return None
+
+    def tokenize(self, text):
+        return None
+
+    def close(self):
+        pass
+
+
+def run(backend, form="chat", **params):
+    model = LanguageModel(backend, "m", prompt_form=form, show_progress=False)
+    return run_statistical_learning(TestContext(ANY_DATASET, model, {**PARAMS, **params}, 5))
+
+
+def test_a_model_that_is_a_nearest_neighbour_matches_the_reference_exactly():
+    result = run(NearestNeighbour())
+    assert result.n_queries == 4 * 12
+    assert result.rate == result.metrics["knn_accuracy"]
+    for d, k in settings(PARAMS):
+        assert result.metrics[f"accuracy_d{d}_k{k}"] == result.metrics[f"knn_accuracy_d{d}_k{k}"]
+    table = result.tables["curves.json"]
+    assert len(table) == 4 * 3 and set(table["learner"]) == {
+        "model",
+        "logistic_regression",
+        "nearest_neighbour",
+    }
+    assert (table["ci_low"] <= table["accuracy"]).all()
+    assert (table["accuracy"] <= table["ci_high"]).all()
+    assert "statistical_learning.png" in result.figures
+    prompt = result.records[0].prompt
+    assert prompt.startswith("[system]\nLabel the point.") and "THEN Y =" in prompt
+
+
+def test_a_constant_answer_is_chance_and_no_evidence():
+    result = run(NearestNeighbour(), form="completion", n_problems=30)
+    assert result.verdict is Verdict.NO_EVIDENCE
+    assert result.rate == sum(r.expected == "0" for r in result.records) / result.n_queries
+    assert result.baseline == 0.5
+    assert result.records[0].prompt.startswith("Label the point.\n\nIF X1 = ")
+
+
+def test_a_baseline_model_is_fitted_on_each_problem():
+    backend = BaselineBackend("logistic-regression", "logistic_regression", {})
+    result = run(backend, n_problems=10)
+    assert result.n_queries == 40 and result.info["prompt_form"] == "baseline"
+    assert result.metrics["n_unparseable"] == 0
+    assert result.rate > 0.7  # a linear rule learns a half-space
+    majority = run(BaselineBackend("majority-class", "majority_class", {}), n_problems=10)
+    assert majority.rate < result.rate
+
+
+def test_problems_that_do_not_fit_the_context_are_skipped():
+    model = LanguageModel(NearestNeighbour(), "m", context_window=50, show_progress=False)
+    result = run_statistical_learning(TestContext(ANY_DATASET, model, PARAMS, 5))
+    assert result.verdict is Verdict.NOT_APPLICABLE

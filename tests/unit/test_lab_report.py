@@ -1,0 +1,126 @@
+"""The contamination lab's plan and its TPR/FPR table, on hand-made cells."""
+
+import pandas as pd
+import pytest
+
+from tabmem.errors import ConfigError
+from tabmem.lab.plan import LabPlan, load_lab_config, make_plan
+from tabmem.lab.report import GROUP_BEFORE, GROUP_HELD_OUT, GROUP_PLANTED, lab_cells, rate_table
+
+
+def config(**changes):
+    base = {
+        "name": "t",
+        "seed": 0,
+        "pool": ["a", "b", "c", "d"],
+        "plantable": ["a", "b", "c"],
+        "n_planted": 2,
+        "repetitions": [1, 8],
+        "checkpoints": [0, 4, 8],
+    }
+    return {**base, **changes}
+
+
+def test_plan_is_seeded_and_deals_repetitions_in_turn():
+    plan = make_plan(config())
+    assert plan == make_plan(config())
+    assert sorted(plan.planted.values()) == [1, 8]
+    assert set(plan.planted) <= {"a", "b", "c"}
+    assert set(plan.held_out) == {"a", "b", "c", "d"} - set(plan.planted)
+    assert plan.checkpoints == [0, 4, 8]
+
+
+def test_schedule_reads_each_planted_file_as_often_as_planted():
+    plan = LabPlan("t", {"a": 1, "b": 3}, ["c"], [0, 3])
+    schedule = plan.schedule(seed=1)
+    assert len(schedule) == 3
+    assert sum(p.count("a") for p in schedule) == 1
+    assert sum(p.count("b") for p in schedule) == 3
+    assert plan.seen("b", 2) == 2 and plan.seen("a", 2) == 1 and plan.seen("c", 3) == 0
+
+
+def test_plan_needs_a_held_out_dataset_and_positive_repetitions():
+    with pytest.raises(ConfigError, match="held-out"):
+        make_plan(config(n_planted=3, plantable=["a", "b", "c"], pool=["a", "b", "c"]))
+    with pytest.raises(ConfigError, match="repetitions"):
+        make_plan(config(repetitions=[0]))
+
+
+def test_shipped_lab_settings_load_and_plan():
+    for setting in ("minimal", "full"):
+        cfg = load_lab_config(setting)
+        plan = make_plan(cfg)
+        assert plan.planted and plan.held_out
+    minimal = make_plan(load_lab_config("minimal"))
+    assert len(minimal.planted) == 1
+    with pytest.raises(ConfigError, match="No lab setting"):
+        load_lab_config("nonexistent")
+
+
+def runs(rows):
+    frame = pd.DataFrame(rows)
+    frame["status"] = "FINISHED"
+    frame["param.model.lab.setting"] = "t"
+    return frame
+
+
+def cell(model, passes, dataset, verdict, planted=0, seen=0, test="header"):
+    row = {"model": model, "dataset": dataset, "test": test, "verdict": verdict}
+    row["param.model.lab.passes"] = str(passes)
+    if planted:
+        row[f"param.model.lab.planted.{dataset}"] = str(planted)
+        row[f"param.model.lab.seen.{dataset}"] = str(seen)
+    return row
+
+
+def test_rate_table_by_hand():
+    frame = runs(
+        [
+            cell("p0", 0, "a", "no_evidence", planted=8, seen=0),
+            cell("p4", 4, "a", "ambiguous", planted=8, seen=4),
+            cell("p8", 8, "a", "evidence", planted=8, seen=8),
+            cell("p0", 0, "c", "no_evidence"),
+            cell("p4", 4, "c", "no_evidence"),
+            cell("p8", 8, "c", "evidence"),
+        ]
+    )
+    cells = lab_cells(frame, "t")
+    assert list(cells["seen"]) == [0, 4, 8, 0, 0, 0]
+    table = rate_table(cells).set_index(["group", "repetitions"])
+    assert table.loc[(GROUP_PLANTED, 8), "rate"] == 1.0
+    assert table.loc[(GROUP_PLANTED, 4), "detected"] == 0
+    assert table.loc[(GROUP_PLANTED, 4), "ambiguous"] == 1
+    assert table.loc[(GROUP_BEFORE, 0), "cells"] == 1
+    held = table.loc[(GROUP_HELD_OUT, 0)]
+    assert (held["detected"], held["cells"]) == (1, 3)
+    assert held["rate"] == pytest.approx(1 / 3)
+    # exact 95 % interval of 1/3: Clopper-Pearson
+    assert held["ci_low"] == pytest.approx(0.0084, abs=1e-4)
+    assert held["ci_high"] == pytest.approx(0.9057, abs=1e-4)
+
+
+def test_cells_of_other_settings_are_ignored():
+    frame = runs([cell("p8", 8, "a", "evidence", planted=8, seen=8)])
+    assert lab_cells(frame, "other").empty
+    assert rate_table(lab_cells(frame, "other")).empty
+
+
+def test_paper_report_has_one_table_and_figure_per_setting():
+    import matplotlib.pyplot as plt
+
+    from tabmem.lab.paper import lab_reports
+
+    frame = runs(
+        [
+            cell("p8", 8, "a", "evidence", planted=8, seen=8),
+            cell("p8", 8, "c", "no_evidence"),
+        ]
+    )
+    frame["run_id"] = ["r1", "r2"]
+    tables, figures = lab_reports(frame)
+    assert [t.name for t in tables] == ["lab-t"]
+    assert tables[0].frame["detected / cells"].tolist() == ["1 / 1", "0 / 1"]
+    assert tables[0].run_ids == ["r1", "r2"]
+    assert [f.name for f in figures] == ["lab-t-tpr"]
+    plt.close(figures[0].figure)
+    assert lab_reports(frame.drop(columns=["param.model.lab.setting"])) == ([], [])

@@ -1,0 +1,62 @@
+"""The lab's fine-tuning on a tiny random Llama: checkpoints, losses, LoRA merged away."""
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from tiny_model import save_tiny_model
+
+from tabmem.data import Dataset, DatasetSpec
+from tabmem.lab.plan import LabPlan
+from tabmem.lab.train import fine_tune
+from tabmem.llm.transformers_backend import TransformersBackend, weights_fingerprint
+
+TEXT = "a,b\n" + "".join(f"{i},{i * 7 % 10}\n" for i in range(12))
+
+
+def toy():
+    return Dataset(spec=DatasetSpec(name="toy", family="toy"), path=Path("toy.csv"), text=TEXT)
+
+
+def train(tmp_path, method):
+    plan = LabPlan("t", {"toy": 3}, ["other"], [0, 1, 3])
+    messages = []
+    settings = {"method": method, "learning_rate": 3e-3, "block_size": 24, "batch_size": 2}
+    saved = fine_tune(
+        plan,
+        {"toy": toy()},
+        save_tiny_model(tmp_path / "base"),
+        {**settings, "device": "cpu", "lora_r": 4, "lora_alpha": 8},
+        tmp_path / "checkpoints",
+        seed=0,
+        log=messages.append,
+    )
+    return saved, messages
+
+
+def mean_losses(messages):
+    return [float(m.split("mean loss ")[1].split(",")[0]) for m in messages]
+
+
+def test_full_fine_tuning_saves_each_checkpoint_and_learns(tmp_path):
+    saved, messages = train(tmp_path, "full")
+    assert sorted(saved) == [0, 1, 3]
+    assert all((saved[p] / "config.json").is_file() for p in saved)
+    assert len(messages) == 3  # one line per pass
+    losses = mean_losses(messages)
+    assert losses[-1] < losses[0]
+    prints = {p: weights_fingerprint(saved[p]) for p in saved}
+    assert len(set(prints.values())) == 3  # every checkpoint is a different model
+    base = weights_fingerprint(tmp_path / "base" / "model.safetensors")
+    assert weights_fingerprint(saved[0] / "model.safetensors") == base  # pass 0: untouched
+
+
+def test_lora_checkpoints_are_plain_models_the_backend_loads(tmp_path):
+    saved, messages = train(tmp_path, "lora")
+    assert not list(saved[3].glob("adapter_*"))  # merged into the weights
+    backend = TransformersBackend(saved[3], "lab-t-p3", device="cpu")
+    assert len(backend.logprobs("1,7\n", "a,b\n")) == 4
+    assert mean_losses(messages)[-1] < mean_losses(messages)[0]

@@ -1,0 +1,91 @@
+"""The statistics of the log-probability tests, pinned by hand-computable values."""
+
+import math
+import random
+
+import pytest
+
+from tabmem.stats.auc import auc
+from tabmem.stats.min_k import min_k_score
+from tabmem.stats.order_structure import adjacency, row_features
+from tabmem.stats.permutation import add_one_p_value, paired_auc_test, rank_against_null
+
+
+def test_auc_counts_ordered_pairs_and_half_ties():
+    assert auc([3, 4], [1, 2]) == 1.0
+    assert auc([1, 2], [3, 4]) == 0.0
+    # pairs (2 vs 1) win, (2 vs 2) tie, (0 vs 1) lose, (0 vs 2) lose: (1 + 0.5) / 4
+    assert auc([2, 0], [1, 2]) == pytest.approx(0.375)
+    assert auc([5], [5]) == 0.5
+
+
+def test_auc_needs_both_samples():
+    with pytest.raises(ValueError):
+        auc([], [1.0])
+
+
+def test_add_one_p_value():
+    assert add_one_p_value(10, [1, 2, 3]) == pytest.approx(1 / 4)
+    assert add_one_p_value(2, [1, 2, 3]) == pytest.approx(3 / 4)  # ties count against
+    assert add_one_p_value(0, []) == 1.0
+
+
+def test_rank_against_null_reports_mean_and_sd():
+    result = rank_against_null(5.0, [1.0, 2.0, 3.0])
+    assert result.p_value == pytest.approx(0.25)
+    assert result.null_mean == pytest.approx(2.0)
+    assert result.null_sd == pytest.approx(1.0)
+    assert result.n_permutations == 3
+
+
+def test_paired_auc_test_separated_pairs_reach_the_smallest_p():
+    real = [float(i) + 0.5 for i in range(12)]
+    fake = [float(i) for i in range(12)]
+    result = paired_auc_test(real, fake, n_permutations=999, seed=1)
+    # every real row beats its own copy, but not every copy of other rows: AUC by hand
+    wins = sum((r > f) + 0.5 * (r == f) for r in real for f in fake)
+    assert result.statistic == pytest.approx(wins / 144)
+    assert result.p_value < 0.05
+
+
+def test_paired_auc_test_equal_scores_are_not_significant():
+    scores = [random.Random(i).random() for i in range(20)]
+    result = paired_auc_test(scores, scores, n_permutations=199, seed=0)
+    assert result.statistic == 0.5
+    assert result.p_value == 1.0  # every relabelling gives 0.5 as well
+
+
+def test_paired_auc_test_is_seeded():
+    a = paired_auc_test([1, 2, 3, 4], [1.5, 1, 2, 5], 100, seed=7)
+    b = paired_auc_test([1, 2, 3, 4], [1.5, 1, 2, 5], 100, seed=7)
+    assert a == b
+
+
+def test_min_k_score_averages_the_lowest_tokens():
+    logprobs = [-0.1, -5.0, -0.2, -3.0, -0.3]
+    assert min_k_score(logprobs, 20) == pytest.approx(-5.0)  # ceil(1.0) = 1 token
+    assert min_k_score(logprobs, 40) == pytest.approx(-4.0)  # ceil(2.0) = 2 tokens
+    assert min_k_score(logprobs, 100) == pytest.approx(sum(logprobs) / 5)
+    assert min_k_score([-1.0], 1) == -1.0
+    with pytest.raises(ValueError):
+        min_k_score([], 20)
+
+
+def test_adjacency_by_hand():
+    features = row_features([["1", "a"], ["2", "a"], ["3", "b"], ["4", "b"]])
+    # sorted: numeric jumps 1/3 x3, text changes 0,1,0 -> mean of six values = 2/6
+    assert adjacency(features, [0, 1, 2, 3]) == pytest.approx(-1 / 3)
+    # 0,2,1,3: numeric 2/3,1/3,2/3; text 1,1,1 -> (5/3 + 3) / 6
+    assert adjacency(features, [0, 2, 1, 3]) == pytest.approx(-(5 / 3 + 3) / 6)
+    assert math.isclose(adjacency(features, [0]), 0.0)
+
+
+def test_structure_p_value_finds_one_sorted_column_among_shuffled_ones():
+    from tabmem.stats.order_structure import structure_p_value
+
+    rng = random.Random(0)
+    noisy = [[str(rng.random()), rng.choice("abc"), str(rng.randint(0, 9))] for _ in range(24)]
+    sorted_id = [[str(i), *row] for i, row in enumerate(noisy)]
+    assert structure_p_value(row_features(sorted_id), 999, seed=0) == pytest.approx(4 / 1000)
+    assert structure_p_value(row_features(noisy), 999, seed=0) > 0.05
+    assert structure_p_value(row_features([["1"], ["2"]]), 99, seed=0) == 1.0

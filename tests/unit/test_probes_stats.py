@@ -1,0 +1,82 @@
+"""Statistics of the probes, pinned by hand-computable values."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pytest
+
+from tabmem.results import Verdict
+from tabmem.stats.probes import (
+    ChoiceSummary,
+    attribute_pool,
+    choice_verdict,
+    entropy_bits,
+    frequency_rule_hit,
+    log_frequency,
+)
+
+
+def test_entropy_in_bits_counts_empty_as_a_value() -> None:
+    assert entropy_bits(["a", "a", "b", "b"]) == pytest.approx(1.0)
+    assert entropy_bits(["a", "b", "c", "d"]) == pytest.approx(2.0)
+    assert entropy_bits(["a", "", "a", ""]) == pytest.approx(1.0)
+    assert entropy_bits(["a"] * 4) == 0.0
+    assert entropy_bits([]) == 0.0
+
+
+def test_the_pool_is_the_top_share_by_entropy_among_columns_with_enough_values() -> None:
+    spread = [str(i) for i in range(8)]  # 3 bits
+    pairs = [str(i // 2) for i in range(8)]  # 4 values: 2 bits
+    skewed = ["x"] * 4 + ["a", "b", "c", "d"]  # 5 values: 2 bits as well (ties: file order)
+    binary = ["0", "1"] * 4  # 1 bit, 2 values
+    columns = [binary, pairs, spread, skewed]
+    # five distinct values needed: only `spread` (8) and `skewed` (5) qualify
+    assert attribute_pool(columns, 1, 5, 0.5) == [2, 3]
+    # top quarter of four columns is one column, the highest entropy
+    assert attribute_pool(columns, 1, 2, 0.25) == [2]
+    # `needed` wins over a smaller share
+    assert attribute_pool(columns, 3, 2, 0.25) == [2, 1, 3]
+
+
+def test_log_frequency_is_add_one_smoothed() -> None:
+    counts = Counter({"a": 3, "b": 1})
+    assert log_frequency(counts, "a") == pytest.approx(math.log(4 / 5))
+    assert log_frequency(counts, "z") == pytest.approx(math.log(1 / 5))
+
+
+@pytest.mark.parametrize(
+    ("scores", "correct", "hit"),
+    [
+        ([3.0, 1.0, 1.0], 0, 1.0),
+        ([3.0, 1.0], 1, 0.0),
+        ([1.0, 2.0, 2.0], 1, 0.5),
+        ([0.0] * 5, 4, 0.2),
+    ],
+)
+def test_the_frequency_rule_splits_ties_evenly(scores, correct, hit) -> None:
+    assert frequency_rule_hit(scores, correct) == pytest.approx(hit)
+
+
+def test_summary_p_value_is_the_binomial_tail_at_chance() -> None:
+    assert ChoiceSummary(5, 5, 5).p_value == pytest.approx(0.2**5)
+    # P(X >= 2), X ~ Bin(10, 0.2) = 1 - 0.8^10 - 10 * 0.2 * 0.8^9
+    assert ChoiceSummary(2, 10, 5).p_value == pytest.approx(1 - 0.8**10 - 2 * 0.8**9)
+    assert ChoiceSummary(0, 10, 5).p_value == 1.0
+    assert ChoiceSummary(3, 12, 4).chance == 0.25 and ChoiceSummary(3, 12, 4).rate == 0.25
+    low, high = ChoiceSummary(10, 10, 5).interval
+    assert high == 1.0 and low == pytest.approx(0.025 ** (1 / 10))
+
+
+def test_verdicts() -> None:
+    # 4 questions cannot reach p < 0.001 at chance 0.2: 0.2^4 = 0.0016
+    assert choice_verdict(ChoiceSummary(4, 4, 5), 0.001, 0.1)[0] == Verdict.NOT_APPLICABLE
+    assert choice_verdict(ChoiceSummary(40, 40, 5), 0.001, 0.1)[0] == Verdict.EVIDENCE
+    assert choice_verdict(ChoiceSummary(8, 40, 5), 0.001, 0.1)[0] == Verdict.NO_EVIDENCE
+    # 14/40 = 0.35: effect 0.15 but P(X >= 14) ~ 0.02, not below 0.001
+    verdict, reason = choice_verdict(ChoiceSummary(14, 40, 5), 0.001, 0.1)
+    assert verdict == Verdict.AMBIGUOUS and "not significant" in reason
+    # 300/1000 = 0.30: significant, effect 0.10 below min_effect 0.2
+    assert choice_verdict(ChoiceSummary(300, 1000, 5), 0.001, 0.2)[0] == Verdict.AMBIGUOUS
+    assert choice_verdict(ChoiceSummary(300, 1000, 5), 0.001, 0.0)[0] == Verdict.EVIDENCE
