@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 # llama.cpp's native build crashes with SIGILL on these machines (see DESIGN.md).
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-.PHONY: demo test test-fast install lint ui data-check clean-outputs help paper-tables lab
+.PHONY: demo test test-slow test-fast install lint ui data-check clean-outputs help paper-tables lab
 
 help:
 	@echo "make demo       install into $(VENV) and run the demo grid on the embedded model"
@@ -37,8 +37,14 @@ install: $(STAMP)
 demo: install
 	$(PY) run.py +grid=demo
 
+# The default suite plus the embedded-model demo test; make test-slow runs every slow test.
 test: install
-	$(PY) -m pytest -m "slow or not slow"
+	$(PY) -m ruff check .
+	$(PY) -m pytest
+	$(PY) -m pytest -m slow tests/slow/test_embedded_models.py
+
+test-slow: install
+	$(PY) -m pytest -m slow
 
 test-fast: install
 	$(PY) -m pytest

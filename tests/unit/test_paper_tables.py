@@ -430,3 +430,15 @@ def test_grid_skip_rule_names_the_reason():
     cfg = grid_config("+paper=memorization", "model=logistic-regression", "+skip_unrunnable=true")
     assert "statistical baseline" in skip_reason(cfg, "header")
     assert skip_reason(cfg, "fewshot_predict") == ""
+
+
+def test_the_sqlite_fast_path_reads_what_the_mlflow_client_reads(built):
+    from tabmem.report.runs import client_frame, sqlite_frame
+
+    store, _, _, _ = built
+    slow = client_frame(store.uri, [EXPERIMENT]).sort_values("run_id").reset_index(drop=True)
+    fast = sqlite_frame(store.uri.removeprefix("sqlite:///"), [EXPERIMENT])
+    fast = fast.sort_values("run_id").reset_index(drop=True)
+    assert list(fast.columns[:13]) == list(slow.columns[:13])
+    assert set(fast.columns) == set(slow.columns)
+    pd.testing.assert_frame_equal(fast[slow.columns], slow, check_dtype=False)

@@ -91,7 +91,8 @@ def _decorate(axis, title: str) -> None:
     if axis.get_legend_handles_labels()[0]:
         axis.legend(fontsize="small")
     else:
-        axis.text(0.5, 0.5, "no runs", transform=axis.transAxes, ha="center", color="grey")
+        note = "no dataset with runs of this model and LR"
+        axis.text(0.5, 0.5, note, transform=axis.transAxes, ha="center", color="grey")
 
 
 def _curves(runs: PaperRuns) -> tuple[dict[str, pd.DataFrame], dict[str, int], list[str]]:

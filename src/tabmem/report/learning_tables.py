@@ -52,7 +52,7 @@ class _Cells:
             self.missing.add(model, dataset, f"test={TEST}", f"transform={transform}")
             return NO_RUN
         if not applicable(run):
-            self.reasons[(dataset, TEST)] = tag(run, "reason")
+            self.reasons.setdefault((dataset, TEST), tag(run, "reason"))
             value = NOT_APPLICABLE
         else:
             value = with_error(number(run, "accuracy"), number(run, "accuracy_se"))
