@@ -33,6 +33,7 @@ def swept(tmp_path_factory):
         "model=oracle-memorizer,logistic-regression",
         "dataset=iris,fico",
         "+skip_unrunnable=true",
+        "hydra/launcher=basic",  # one process: the cells are small, imports dominate
         f"outputs_dir={outputs}",
         f"experiment={EXPERIMENT}",
         "progress=false",
