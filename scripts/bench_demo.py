@@ -78,12 +78,12 @@ def main() -> None:
         if install.returncode != 0:
             print(install.stdout[-2000:], install.stderr[-3000:])
             raise SystemExit(f"make install failed after {install_s:.0f} s")
+        print(f"make install (fresh .venv): {install_s:.1f} s")
         demo_s, demo = timed_make("demo", folder)
         print("\n".join(demo.stdout.splitlines()[-12:]))
         if demo.returncode != 0:
             print(demo.stderr[-3000:])
             raise SystemExit(f"make demo failed after {demo_s:.0f} s")
-        print(f"make install (fresh .venv): {install_s:.1f} s")
         print(f"make demo (the demo grid, .venv ready): {demo_s:.1f} s")
         print(f"make demo end to end on a fresh .venv: {install_s + demo_s:.1f} s")
     finally:

@@ -1,5 +1,6 @@
-"""The probes suite as a real Hydra sweep over reference models, read back from MLflow, and the
-probes table built from those runs."""
+"""The probes suite as a real Hydra sweep (the memorizer on real and obfuscated iris), read back
+from MLflow, and the probes table built from those runs. The other reference models are checked
+in-process (tests/unit/test_probes_tests.py) and in the acceptance grid (docs/probes.md)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from tabmem.report.runs import load_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENT = "probes-grid"
-MODELS = ("oracle-memorizer", "oracle-null")
+MODELS = ("oracle-memorizer",)
 TRANSFORMS = ("original", "obfuscated")
 TESTS = ("completion_choice", "existence")
 N = 20
@@ -67,7 +68,7 @@ def test_each_probe_of_each_cell_is_one_finished_run(runs):
         assert run.data.tags["suite"] == "probes" and run.data.tags["dataset"] == "iris"
 
 
-def test_the_memorizer_knows_real_rows_only_and_the_null_model_nothing(runs):
+def test_the_memorizer_knows_real_rows_only(runs):
     by_cell, _, _, _ = runs
     for (model, transform, test), run in by_cell.items():
         metrics, verdict = run.data.metrics, run.data.tags["verdict"]
@@ -78,7 +79,7 @@ def test_the_memorizer_knows_real_rows_only_and_the_null_model_nothing(runs):
             assert metrics["p_value"] == pytest.approx(0.2**N)
         else:
             assert verdict in {"no_evidence", "ambiguous"}, (model, transform, test)
-            assert metrics["p_value"] > 0.001
+            assert metrics["p_value"] > 0.001 and metrics["n_hits"] < N / 2
 
 
 def test_every_question_is_in_mlflow_with_its_options_and_letter(runs):
@@ -97,7 +98,7 @@ def test_every_question_is_in_mlflow_with_its_options_and_letter(runs):
 def test_the_report_table_reads_the_runs(runs):
     _, _, _, uri = runs
     tables = {t.name: t for t in probes_tables(load_runs(uri, [EXPERIMENT]))}
-    assert set(tables) == {"probes-oracle-memorizer", "probes-oracle-null"}
+    assert set(tables) == {"probes-oracle-memorizer"}
     row = tables["probes-oracle-memorizer"].frame.iloc[0]
     assert row["dataset"] == "iris"
     assert row["real · completion"] == "1.00 ✓" and row["real · existence"] == "1.00 ✓"

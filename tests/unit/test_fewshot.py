@@ -22,6 +22,7 @@ from tabmem.stats.labels import parse_label
 from tabmem.tests.base import TestContext
 from tabmem.tests.fewshot_predict import (
     decide,
+    example_plan,
     majority_hits,
     run_fewshot_predict,
     system_prompt,
@@ -271,3 +272,21 @@ def test_majority_hits_by_hand():
         Block(test=(1,), train=(0, 2, 3, 4, 5)),  # a, b, b, b, a: "b"; row 1 is "a"
     ]
     assert majority_hits(data, blocks) == 1
+
+
+def test_shared_example_sets_are_asked_together_and_fresh_draws_differ():
+    data = PredictionData("t", ("x",), ("numeric",), ((),) * 40, tuple("ab" * 20), tuple(range(40)))
+    block = Block(test=tuple(range(6)), train=tuple(range(6, 40)))
+    shared = example_plan(data, block, 0, n_shots=4, shot_sets=2, seed=1)
+    assert [s for _, s, _ in shared] == [0, 0, 0, 1, 1, 1]  # grouped by set
+    assert len({tuple(e) for _, s, e in shared if s == 0}) == 1
+    assert all(set(e) <= set(block.train) for _, _, e in shared)
+    fresh = example_plan(data, block, 0, n_shots=4, shot_sets=0, seed=1)
+    assert len({tuple(e) for _, _, e in fresh}) > 1 and {s for _, s, _ in fresh} == {-1}
+
+
+def test_one_shared_set_gives_every_query_the_same_examples():
+    result, _ = run("truth", shot_sets=1)
+    assert result.rate == 1.0 and result.metrics["shot_sets"] == 1
+    block_zero = [r.prompt.rsplit("[user]", 1)[0] for r in result.records if r.extra["block"] == 0]
+    assert len(set(block_zero)) == 1
