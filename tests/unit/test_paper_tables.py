@@ -27,12 +27,12 @@ TRANSFORMS = ("original", "perturbed", "task", "statistical")
 class Store:
     """A real MLflow store, and the id of every run logged into it by (model, dataset, test, …)."""
 
-    def __init__(self, outputs: Path) -> None:
+    def __init__(self, outputs: Path, experiment: str = EXPERIMENT) -> None:
         self.uri = default_tracking_uri(outputs)
         self.store = TrackingStore(
             uri=self.uri,
             artifact_root=outputs / "mlartifacts",
-            experiment=EXPERIMENT,
+            experiment=experiment,
             lock_path=outputs / "mlflow.lock",
         )
         self.ids: dict[tuple[str, ...], str] = {}
@@ -252,6 +252,23 @@ def test_every_table_and_figure_is_written_in_every_format(built):
     for name in figures:
         for ext in ("png", "pdf"):
             assert (out / f"{name}.{ext}").stat().st_size > 1000, (name, ext)
+
+
+def test_lab_runs_get_their_rate_table_and_figure(tmp_path):
+    store = Store(tmp_path, "paper-unit-lab")
+    lab = {"model.lab.setting": "unit", "model.lab.passes": "8", "model.lab.planted.iris": "8"}
+    store.log("lab-unit-p8", "iris", "header", params={**lab, "model.lab.seen.iris": "8"})
+    store.log("lab-unit-p8", "wine", "header", "no_evidence", params=lab)
+    out = tmp_path / "paper"
+    tables = {t.name: t for t in write_paper(store.uri, out, ["paper-unit-lab"]).tables}
+    frame = frame_of(out, "lab-unit")
+    assert frame["detected / cells"].tolist() == ["1 / 1", "0 / 1"]
+    assert frame["group"].tolist() == ["planted", "held out"]
+    assert set(tables["lab-unit"].run_ids) == {
+        store.ids[("lab-unit-p8", d, "header", "original")] for d in ("iris", "wine")
+    }
+    assert (out / "lab-unit-tpr.png").stat().st_size > 1000
+    assert "lab-unit" in (out / "index.md").read_text()
 
 
 def test_overview_marks_follow_model_order_and_the_newest_run(built):

@@ -7,17 +7,18 @@ behind each cell), each figure as PNG and PDF, and ``index.md`` / ``runs.csv``.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tabmem.lab.paper import lab_reports
 from tabmem.report.learning_figures import accuracy_difference_figure, statistical_learning_figure
 from tabmem.report.learning_tables import baseline_tables, fewshot_table
 from tabmem.report.memorization_tables import completion_table, first_token_table
 from tabmem.report.overview_table import overview_table
 from tabmem.report.paper_index import write_index
 from tabmem.report.paper_runs import PaperRuns
+from tabmem.report.probes_table import probes_tables
 from tabmem.report.sample_figures import heat_map_figures, scatter_figures
 from tabmem.report.samples_table import samples_table
 from tabmem.report.writers import (
@@ -44,7 +45,8 @@ class PaperReport:
 
 
 def paper_tables(runs: PaperRuns) -> list[ReportTable]:
-    """Every table the runs can fill; those of tests without runs show ``-`` cells."""
+    """Every table the runs can fill; those of tests without runs show ``-`` cells. The
+    contamination lab's tables come with its figures, from ``lab_reports``."""
     tables = [
         overview_table(runs),
         completion_table(runs),
@@ -79,7 +81,10 @@ def write_paper(
 
     matplotlib.use("Agg")
     runs = PaperRuns.load(tracking_uri, experiments, models, datasets)
-    report = PaperReport(out, paper_tables(runs), paper_figures(runs))
+    lab_tables, lab_figures = lab_reports(runs.frame)
+    report = PaperReport(
+        out, [*paper_tables(runs), *lab_tables], [*paper_figures(runs), *lab_figures]
+    )
     for table in report.tables:
         report.files += write_table(table, out)
         report.files += [p for p in [write_sources(table, out)] if p]
@@ -121,11 +126,6 @@ def forecast_report(runs: PaperRuns) -> ReportTable | None:
 
 
 def probes_reports(runs: PaperRuns) -> list[ReportTable]:
-    """The completion / existence probes tables of Silvestri et al. (2025), one per model,
-    from ``tabmem.report.probes_table`` when that module is installed."""
-    if importlib.util.find_spec("tabmem.report.probes_table") is None:
-        return []
-    from tabmem.report.probes_table import probes_tables
-
+    """The completion / existence probes tables of Silvestri et al. (2025), one per model."""
     newest = runs.newest()
     return probes_tables(newest[newest["model"].isin(runs.models)] if not newest.empty else newest)
