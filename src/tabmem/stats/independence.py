@@ -19,6 +19,7 @@ import pandas as pd
 from scipy import stats
 
 MAX_ROWS = 10_000
+CHUNK_VALUES = 50_000  # shuffled values compared per array operation: small enough for the cache
 """Longer files are checked on their first rows only (adjacency needs a contiguous block)."""
 
 
@@ -55,16 +56,17 @@ def _encode(column: pd.Series) -> tuple[np.ndarray, bool]:
     return codes.astype(float), False
 
 
-def _neighbour_similarity(values: np.ndarray, numeric: bool, order: np.ndarray) -> float:
-    """Mean similarity of each value to the next one when the rows are taken in ``order``."""
-    x = values[order]
-    a, b = x[:-1], x[1:]
+def _neighbour_similarity(values: np.ndarray, numeric: bool, orders: np.ndarray) -> np.ndarray:
+    """Mean similarity of each value to the next one, for each row order in ``orders`` (one
+    order per row of that matrix): all shuffles in one array operation."""
+    x = values[orders]
+    a, b = x[:, :-1], x[:, 1:]
     if not numeric:
-        return float(np.mean(a == b))
+        return np.mean(a == b, axis=1)
     missing_a, missing_b = np.isnan(a), np.isnan(b)
     close = 1.0 - np.abs(np.nan_to_num(a) - np.nan_to_num(b))
     similarity = np.where(missing_a | missing_b, (missing_a & missing_b).astype(float), close)
-    return float(np.mean(similarity))
+    return np.mean(similarity, axis=1)
 
 
 def row_order_check(
@@ -83,8 +85,19 @@ def row_order_check(
         return RowOrder(1.0, 0.0, 0.0, False, empty)
     encoded = [_encode(frame[c]) for c in frame.columns]
     rng = np.random.default_rng(seed)
-    orders = [np.arange(n), *(rng.permutation(n) for _ in range(permutations))]
-    sims = np.array([[_neighbour_similarity(v, num, o) for v, num in encoded] for o in orders])
+    orders = np.array([np.arange(n), *(rng.permutation(n) for _ in range(permutations))])
+    step = max(1, CHUNK_VALUES // n)
+    sims = np.column_stack(
+        [
+            np.concatenate(
+                [
+                    _neighbour_similarity(v, num, orders[i : i + step])
+                    for i in range(0, len(orders), step)
+                ]
+            )
+            for v, num in encoded
+        ]
+    )
     observed, shuffled = sims[0], sims[1:]
     spread = shuffled.std(axis=0, ddof=1)
     z = np.divide(
