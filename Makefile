@@ -78,6 +78,7 @@ data-check: install
 bench: install
 	$(PY) -u scripts/bench_concurrency.py
 	$(PY) -u scripts/bench_embedded.py
+	$(PY) -u scripts/bench_paper_tables.py
 	$(PY) -u scripts/bench_demo.py
 
 clean-outputs:

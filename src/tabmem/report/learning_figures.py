@@ -43,7 +43,7 @@ def accuracy_difference_figure(runs: PaperRuns) -> ReportFigure:
     """Per model: few-shot accuracy minus LR's per transform, memorized and other datasets."""
     models = runs.models or ["(no language model)"]
     fig = Figure(figsize=(11, 3.6 * len(models)))
-    axes = fig.subplots(len(models), 2, squeeze=False, sharey=True)
+    axes = fig.subplots(len(models), 2, squeeze=False)
     run_ids: set[str] = set()
     for axis_row, model in zip(axes, models, strict=True):
         for dataset in runs.datasets:
@@ -66,7 +66,18 @@ def accuracy_difference_figure(runs: PaperRuns) -> ReportFigure:
             run_ids.update(i for p in points.values() for i in p[2])
         for axis, panel in zip(axis_row, PANELS, strict=True):
             _decorate(axis, f"{model}: {panel}")
-    fig.tight_layout()
+    low = min(a.get_ylim()[0] for a in axes.flat)  # one y scale for every panel (set, not
+    high = max(a.get_ylim()[1] for a in axes.flat)  # shared: shared axes cost O(panels²))
+    for axis in axes.flat:
+        axis.set_ylim(low, high)
+    fig.subplots_adjust(
+        left=0.08,
+        right=0.98,
+        wspace=0.2,
+        hspace=0.45,
+        top=1 - 0.5 / fig.get_figheight(),
+        bottom=0.6 / fig.get_figheight(),
+    )
     return ReportFigure(
         name="accuracy_difference_to_lr",
         title="Few-shot accuracy minus logistic regression's, per transform",

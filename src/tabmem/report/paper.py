@@ -7,8 +7,12 @@ behind each cell), each figure as PNG and PDF, and ``index.md`` / ``runs.csv``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from multiprocessing import get_context
 from pathlib import Path
 
 from tabmem.lab.paper import lab_reports
@@ -59,14 +63,13 @@ def paper_tables(runs: PaperRuns) -> list[ReportTable]:
     return [*tables, *([forecast] if forecast else []), *probes_reports(runs)]
 
 
-def paper_figures(runs: PaperRuns) -> list[ReportFigure]:
-    """Every figure: learning against LR, statistical learning, sample scatters, heat maps."""
-    return [
-        accuracy_difference_figure(runs),
-        statistical_learning_figure(runs),
-        *scatter_figures(runs),
-        *heat_map_figures(runs),
-    ]
+def paper_figures(runs: PaperRuns) -> Iterator[ReportFigure]:
+    """Every figure, each as soon as it is built: learning against LR, statistical learning,
+    sample scatters, heat maps."""
+    yield accuracy_difference_figure(runs)
+    yield statistical_learning_figure(runs)
+    yield from scatter_figures(runs)
+    yield from heat_map_figures(runs)
 
 
 def write_paper(
@@ -82,16 +85,24 @@ def write_paper(
     matplotlib.use("Agg")
     runs = PaperRuns.load(tracking_uri, experiments, models, datasets)
     lab_tables, lab_figures = lab_reports(runs.frame)
-    report = PaperReport(
-        out, [*paper_tables(runs), *lab_tables], [*paper_figures(runs), *lab_figures]
-    )
+    report = PaperReport(out, [*paper_tables(runs), *lab_tables], [])
     for table in report.tables:
         report.files += write_table(table, out)
         report.files += [p for p in [write_sources(table, out)] if p]
-    for figure in report.figures:
-        report.files += write_figure(figure.figure, figure.name, out)
+    # Drawing is most of the time: figures are drawn in other processes while the next is built.
+    with ProcessPoolExecutor(_workers(), mp_context=get_context("forkserver")) as pool:
+        written = []
+        for figure in itertools.chain(paper_figures(runs), lab_figures):
+            report.figures.append(figure)
+            written.append(pool.submit(write_figure, figure.figure, figure.name, out))
+        report.files += [path for job in written for path in job.result()]
     report.files += write_index(runs, report.tables, report.figures, out)
     return report
+
+
+def _workers() -> int:
+    """Processes that draw figures: the cores this process may use, at most four."""
+    return max(1, min(4, len(os.sched_getaffinity(0))))
 
 
 def _experiment_ids(runs: PaperRuns) -> list[str]:

@@ -95,9 +95,11 @@ def _scatter(
         return None
     x, y = pair
     models = [m for m in runs.models if any(r["model"] == m for r in found)]
-    temperatures = sorted({_temperature(r) for r in found})
+    known = {_temperature(r) for r in found}
+    temperatures = sorted(t for t in known if not np.isnan(t))  # NaN != NaN: one column for all
+    temperatures += [float("nan")] * any(np.isnan(t) for t in known)
     fig = Figure(figsize=(3.2 * (1 + len(temperatures)), 3.0 * len(models)))
-    axes = fig.subplots(len(models), 1 + len(temperatures), squeeze=False, sharex=True, sharey=True)
+    axes = fig.subplots(len(models), 1 + len(temperatures), squeeze=False)
     real = numeric(data)[[x, y]].dropna()
     run_ids = []
     _points(axes[0][0], real, x, y, f"data\n{len(real)} rows", "grey")
@@ -114,13 +116,13 @@ def _scatter(
                 continue
             run_ids.append(str(run["run_id"]))
             _points(axis, samples, x, y, f"{title}, {len(samples)} samples", "tab:blue")
-    axes[0][0].set_xlim(*_padded(real[x]))  # the data's range, whatever the samples say
-    axes[0][0].set_ylim(*_padded(real[y]))
-    for axis in axes.flat:
+    for axis in axes.flat:  # the data's range, whatever the samples say (limits set, not shared:
+        axis.set_xlim(*_padded(real[x]))  # matplotlib's shared axes cost O(panels²) per draw)
+        axis.set_ylim(*_padded(real[y]))
+        axis.xaxis.set_major_locator(MaxNLocator(4))
         axis.label_outer()
     axes[0][0].tick_params(labelbottom=True, labelleft=True)
     axes[0][0].set_xlabel(x, visible=True)
-    axes[0][0].xaxis.set_major_locator(MaxNLocator(4))
     fig.subplots_adjust(wspace=0.1, hspace=0.45)
     return ReportFigure(
         name=f"samples_scatter_{dataset}",
@@ -155,8 +157,13 @@ def _samples(runs: PaperRuns, run: pd.Series, x: str, y: str) -> pd.DataFrame | 
     return table[[x, y]].apply(pd.to_numeric, errors="coerce").dropna()
 
 
+RASTERIZE_POINTS = 2000  # larger scatters are drawn as an image in the PDF; each such panel
+# costs a figure-sized bitmap, so small ones (most sample panels) stay vector
+
+
 def _points(axis, frame: pd.DataFrame, x: str, y: str, title: str, colour: str) -> None:
-    axis.scatter(frame[x], frame[y], s=4, alpha=0.5, color=colour, linewidths=0, rasterized=True)
+    many = len(frame) > RASTERIZE_POINTS
+    axis.scatter(frame[x], frame[y], s=4, alpha=0.5, color=colour, linewidths=0, rasterized=many)
     axis.set_xlabel(x)
     axis.set_ylabel(y)
     axis.set_title(title, fontsize="small")
@@ -183,12 +190,14 @@ def heat_map_figures(runs: PaperRuns) -> list[ReportFigure]:
 def correlation_matrix(pairs: pd.DataFrame, column: str) -> pd.DataFrame:
     """A symmetric correlation matrix (ones on the diagonal) from one column of pair rows."""
     names = list(dict.fromkeys([*pairs["feature_a"], *pairs["feature_b"]]))
-    matrix = pd.DataFrame(np.eye(len(names)), index=names, columns=names)
-    for row in pairs.itertuples():
-        value = float(getattr(row, column))
-        matrix.loc[row.feature_a, row.feature_b] = value
-        matrix.loc[row.feature_b, row.feature_a] = value
-    return matrix
+    position = {name: i for i, name in enumerate(names)}
+    a = pairs["feature_a"].map(position).to_numpy()
+    b = pairs["feature_b"].map(position).to_numpy()
+    values = pairs[column].to_numpy(dtype=float)
+    matrix = np.eye(len(names))
+    matrix[a, b] = values
+    matrix[b, a] = values
+    return pd.DataFrame(matrix, index=names, columns=names)
 
 
 def _heat_maps(

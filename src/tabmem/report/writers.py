@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,6 +114,10 @@ def write_sources(table: ReportTable, folder: Path) -> Path | None:
     return path
 
 
+DPI = 150
+MAX_PIXELS = 8e6  # a figure with many models' panels is drawn at a lower resolution, not slower
+
+
 def write_figure(figure: object, name: str, folder: Path) -> list[Path]:
     """``<name>.png`` and ``<name>.pdf`` under ``folder``, cropped to the same tight box
     (laid out once: text layout is most of the cost of a large figure)."""
@@ -122,6 +127,7 @@ def write_figure(figure: object, name: str, folder: Path) -> list[Path]:
     paths = [folder / f"{name}.png", folder / f"{name}.pdf"]
     renderer = FigureCanvasAgg(figure).get_renderer()
     box = figure.get_tightbbox(renderer).padded(0.1)
+    dpi = min(DPI, math.sqrt(MAX_PIXELS / max(box.width * box.height, 1e-9)))
     for path in paths:
-        figure.savefig(path, bbox_inches=box, dpi=150)
+        figure.savefig(path, bbox_inches=box, dpi=dpi)
     return paths
