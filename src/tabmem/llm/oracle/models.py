@@ -39,6 +39,7 @@ import hashlib
 import math
 import random
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -319,7 +320,7 @@ class _Table:
         )
 
 
-class Oracle:
+class Oracle(ABC):
     """What all oracles share: the datasets they know, the answer cut, the prompt kinds."""
 
     model_name: ClassVar[str]
@@ -358,9 +359,9 @@ class Oracle:
         draft = self._draft(prompt_text, rng_for(prompt_text, seed), max_chars + 1, chat)
         return _cut(draft, stop, max_chars)
 
+    @abstractmethod
     def _draft(self, prompt: str, rng: random.Random, budget: int, chat: bool) -> str:
         """The uncut answer; generated text needs to run only ``budget`` characters long."""
-        raise NotImplementedError
 
     def _choice(self, prompt: str, rng: random.Random, chat: bool) -> str | None:
         """The letter of the best-scoring option if the prompt is a multiple-choice question."""
