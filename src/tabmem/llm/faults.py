@@ -40,14 +40,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from tabmem.data import Dataset
+from tabmem.llm.local_server import AppHTTPServer, LocalServer
 from tabmem.llm.oracle.models import rng_for
 
-HOST = "127.0.0.1"
 GENERATION_PATHS = ("/v1/chat/completions", "/v1/completions")
 
 
@@ -136,12 +135,55 @@ def request_key(raw: bytes) -> str:
     return hashlib.sha256(canonical).hexdigest()
 
 
-class FlakyServer:
+class _Handler(BaseHTTPRequestHandler):
+    """Turns HTTP requests into ``FlakyServer.handle_post`` calls and sends the reply."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "tabmem-flaky"
+    disable_nagle_algorithm = True  # headers and body leave at once, not 40 ms apart
+    server: AppHTTPServer
+
+    def do_GET(self) -> None:
+        status, payload = self.server.app.oracle.handle_get(self.path.split("?", 1)[0])
+        self._send(Reply(status, json.dumps(payload).encode()))
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        authorization = self.headers.get("Authorization") or ""
+        self._send(self.server.app.handle_post(self.path.split("?", 1)[0], raw, authorization))
+
+    def _send(self, reply: Reply) -> None:
+        if reply.wait:
+            time.sleep(reply.wait)
+        if reply.status is None:
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(2)
+            return
+        self.send_response(reply.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply.body)))
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(reply.body)
+        self.server.app.sent(reply)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: tests and benchmarks should not print an access log."""
+
+
+class FlakyServer(LocalServer):
     """The oracles on 127.0.0.1 behind a fault schedule, a fixed latency and a hold switch.
 
     ``aliases`` maps a model name the client sends (``gpt-4``) to an oracle's name;
     ``default_model`` answers any other unknown name. ``retry_after`` is what a 429 asks for.
     """
+
+    handler = _Handler
+    thread_name = "flaky server"
+    queue_size = 512  # 64 concurrent clients must not overflow the listen backlog
 
     def __init__(
         self,
@@ -156,6 +198,8 @@ class FlakyServer:
     ) -> None:
         from tabmem.llm.oracle.server import OracleServer
 
+        super().__init__(port)
+
         self.oracle = OracleServer(datasets)
         self.schedule = schedule or ScriptedFaults()
         self.latency = latency
@@ -163,7 +207,6 @@ class FlakyServer:
         self.hang_seconds = hang_seconds
         self.aliases = dict(aliases or {})
         self.default_model = default_model
-        self._port = port
         self._lock = threading.Lock()
         self._arrivals: list[Arrival] = []
         self._attempts: Counter[str] = Counter()
@@ -172,15 +215,6 @@ class FlakyServer:
         self._n_held = 0
         self._released = threading.Event()
         self._stopping = threading.Event()
-        self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def base_url(self) -> str:
-        """The OpenAI ``api_base``, ``http://127.0.0.1:PORT/v1``, once started."""
-        if self._httpd is None:
-            raise RuntimeError("The flaky server is not running; call start() first.")
-        return f"http://{HOST}:{self._httpd.server_address[1]}/v1"
 
     @property
     def arrivals(self) -> list[Arrival]:
@@ -221,40 +255,13 @@ class FlakyServer:
         with self._lock:
             return self._n_held
 
-    def start(self) -> FlakyServer:
-        """Bind the port and serve from a daemon thread."""
-        if self._httpd is None:
-            self._stopping.clear()
-            self._httpd = _HTTPServer((HOST, self._port), self)
-            self._thread = threading.Thread(
-                target=self._httpd.serve_forever, name="flaky-server", daemon=True
-            )
-            self._thread.start()
-        return self
+    def _before_start(self) -> None:
+        self._stopping.clear()
 
-    def stop(self) -> None:
-        """Stop serving; hanging and held requests end at once."""
-        if self._httpd is None:
-            return
+    def _before_shutdown(self) -> None:
+        """Hanging and held requests end at once."""
         self._stopping.set()
         self._released.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join()
-        self._httpd = None
-        self._thread = None
-
-    def __enter__(self) -> FlakyServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def handle_post(self, path: str, raw: bytes, authorization: str) -> Reply:
         """Log the request, wait if held, then fail it as scheduled or answer it."""
@@ -368,57 +375,6 @@ def _empty_completion(path: str) -> dict[str, Any]:
         "choices": [{"index": 0, **choice, "finish_reason": "stop", "logprobs": None}],
         "usage": {"prompt_tokens": 1, "completion_tokens": 0, "total_tokens": 1},
     }
-
-
-class _Handler(BaseHTTPRequestHandler):
-    """Turns HTTP requests into ``FlakyServer.handle_post`` calls and sends the reply."""
-
-    protocol_version = "HTTP/1.1"
-    server_version = "tabmem-flaky"
-    disable_nagle_algorithm = True  # headers and body leave at once, not 40 ms apart
-    server: _HTTPServer
-
-    def do_GET(self) -> None:
-        status, payload = self.server.app.oracle.handle_get(self.path.split("?", 1)[0])
-        self._send(Reply(status, json.dumps(payload).encode()))
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
-        authorization = self.headers.get("Authorization") or ""
-        self._send(self.server.app.handle_post(self.path.split("?", 1)[0], raw, authorization))
-
-    def _send(self, reply: Reply) -> None:
-        if reply.wait:
-            time.sleep(reply.wait)
-        if reply.status is None:
-            self.close_connection = True
-            with contextlib.suppress(OSError):
-                self.connection.shutdown(2)
-            return
-        self.send_response(reply.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(reply.body)))
-        for name, value in reply.headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(reply.body)
-        self.server.app.sent(reply)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: tests and benchmarks should not print an access log."""
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 512  # 64 concurrent clients must not overflow the listen backlog
-
-    def __init__(self, address: tuple[str, int], app: FlakyServer) -> None:
-        super().__init__(address, _Handler)
-        self.app = app
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A client that gave up (timeout) closes its socket; that is expected, not an error."""
 
 
 def _datasets(names: str) -> list[Dataset] | None:

@@ -25,12 +25,12 @@ import time
 import uuid
 from collections.abc import Sequence
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from tabmem.data import Dataset, dataset_specs, load_dataset
 from tabmem.errors import DatasetError
+from tabmem.llm.local_server import AppHTTPServer, LocalServer
 from tabmem.llm.oracle.models import (
     CHARS_PER_TOKEN,
     ORACLES,
@@ -39,7 +39,6 @@ from tabmem.llm.oracle.models import (
     message_text,
 )
 
-HOST = "127.0.0.1"
 DEFAULT_MAX_TOKENS = {"chat": 4096, "completion": 16}
 
 
@@ -104,65 +103,62 @@ def _stop_param(body: dict[str, Any]) -> list[str]:
     )
 
 
-class OracleServer:
+class _Handler(BaseHTTPRequestHandler):
+    """Turns HTTP requests into ``OracleServer.handle_*`` calls and their results into JSON."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "tabmem-oracle"
+    timeout = 60
+    server: AppHTTPServer
+
+    def do_GET(self) -> None:
+        self._send(*self.server.app.handle_get(self.path.split("?", 1)[0]))
+
+    def do_POST(self) -> None:
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            error = ApiError(HTTPStatus.BAD_REQUEST, "Content-Length is not a valid length.")
+            self._send(error.status, error.payload())
+            return
+        raw = self.rfile.read(length)
+        self._send(*self.server.app.handle_post(self.path.split("?", 1)[0], raw))
+
+    def _send(self, status: HTTPStatus, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: runs and tests should not print an access log."""
+
+
+class OracleServer(LocalServer):
     """The oracles behind an OpenAI-compatible API on 127.0.0.1, served from a background thread.
 
     ``request_count`` counts generation requests received (POSTs to a completions endpoint,
     whatever their outcome), so tests can check that every query reached the server once.
     """
 
+    handler = _Handler
+    thread_name = "oracle server"
+
     def __init__(self, datasets: Sequence[Dataset] | None = None, port: int = 0) -> None:
         datasets = load_available_datasets() if datasets is None else list(datasets)
         self.oracles: dict[str, Oracle] = {name: cls(datasets) for name, cls in ORACLES.items()}
-        self._port = port
+        super().__init__(port)
         self._count = 0
         self._lock = threading.Lock()
-        self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     @property
     def request_count(self) -> int:
         with self._lock:
             return self._count
-
-    @property
-    def base_url(self) -> str:
-        """The OpenAI ``api_base``, e.g. ``http://127.0.0.1:PORT/v1``, once started."""
-        if self._httpd is None:
-            raise RuntimeError("The oracle server is not running; call start() first.")
-        return f"http://{HOST}:{self._httpd.server_address[1]}/v1"
-
-    def start(self) -> OracleServer:
-        """Bind the port and start serving in a daemon thread."""
-        if self._httpd is None:
-            self._httpd = _HTTPServer((HOST, self._port), self)
-            self._thread = threading.Thread(
-                target=self._httpd.serve_forever, name="oracle-server", daemon=True
-            )
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and release the port."""
-        if self._httpd is None:
-            return
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join()
-        self._httpd = None
-        self._thread = None
-
-    def __enter__(self) -> OracleServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def handle_get(self, path: str) -> tuple[HTTPStatus, dict[str, Any]]:
         """The response (status, JSON body) to a GET request."""
@@ -274,49 +270,6 @@ def _prompts(kind: str, body: dict[str, Any]) -> tuple[list[str], str]:
 def _not_found(path: str) -> tuple[HTTPStatus, dict[str, Any]]:
     error = ApiError(HTTPStatus.NOT_FOUND, f"There is no endpoint {path}.", code="unknown_url")
     return error.status, error.payload()
-
-
-class _Handler(BaseHTTPRequestHandler):
-    """Turns HTTP requests into ``OracleServer.handle_*`` calls and their results into JSON."""
-
-    protocol_version = "HTTP/1.1"
-    server_version = "tabmem-oracle"
-    timeout = 60
-    server: _HTTPServer
-
-    def do_GET(self) -> None:
-        self._send(*self.server.app.handle_get(self.path.split("?", 1)[0]))
-
-    def do_POST(self) -> None:
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if length < 0:
-            error = ApiError(HTTPStatus.BAD_REQUEST, "Content-Length is not a valid length.")
-            self._send(error.status, error.payload())
-            return
-        raw = self.rfile.read(length)
-        self._send(*self.server.app.handle_post(self.path.split("?", 1)[0], raw))
-
-    def _send(self, status: HTTPStatus, payload: dict[str, Any]) -> None:
-        data = json.dumps(payload).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: runs and tests should not print an access log."""
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, address: tuple[str, int], app: OracleServer) -> None:
-        super().__init__(address, _Handler)
-        self.app = app
 
 
 def main(argv: Sequence[str] | None = None) -> None:
