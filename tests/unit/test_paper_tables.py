@@ -12,7 +12,7 @@ import pytest
 
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.report.fill_commands import MissingCells
-from tabmem.report.learning_figures import memorization_status
+from tabmem.report.learning_figures import accuracy_difference_figure, memorization_status
 from tabmem.report.paper import write_paper
 from tabmem.report.paper_runs import PaperRuns
 from tabmem.report.sample_figures import correlation_matrix, feature_pair
@@ -459,3 +459,18 @@ def test_the_sqlite_fast_path_reads_what_the_mlflow_client_reads(built):
     assert list(fast.columns[:13]) == list(slow.columns[:13])
     assert set(fast.columns) == set(slow.columns)
     pd.testing.assert_frame_equal(fast[slow.columns], slow, check_dtype=False)
+
+
+def test_accuracy_difference_figure_has_rows_only_for_models_with_fewshot_runs(tmp_path):
+    store = Store(tmp_path, "paper-unit-diff")
+    accuracy = {"accuracy": 0.8, "accuracy_se": 0.04}
+    store.log("model-a", "iris", "fewshot_predict", metrics=accuracy)
+    store.log("logistic-regression", "iris", "fewshot_predict", metrics=accuracy)
+    store.log("model-b", "iris", "header")
+    figure = accuracy_difference_figure(PaperRuns.load(store.uri, ["paper-unit-diff"]))
+    titles = [axis.get_title() for axis in figure.figure.axes]
+    assert titles == ["model-a: memorized", "model-a: not shown memorized"]
+    assert figure.run_ids == sorted(
+        store.ids[(m, "iris", "fewshot_predict", "original")]
+        for m in ("model-a", "logistic-regression")
+    )

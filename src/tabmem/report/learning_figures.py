@@ -39,18 +39,28 @@ def _difference(runs: PaperRuns, model: str, dataset: str, transform: str) -> tu
     return values[0] - values[1], math.hypot(*errors), [str(r["run_id"]) for r in pair]
 
 
+def _difference_lines(runs: PaperRuns, model: str) -> dict[str, dict[str, tuple]]:
+    """Dataset -> transform -> difference to LR, for the datasets with at least one."""
+    lines = {}
+    for dataset in runs.datasets:
+        points = {t: _difference(runs, model, dataset, t) for t in TRANSFORMS}
+        points = {t: p for t, p in points.items() if p is not None}
+        if points:
+            lines[dataset] = points
+    return lines
+
+
 def accuracy_difference_figure(runs: PaperRuns) -> ReportFigure:
-    """Per model: few-shot accuracy minus LR's per transform, memorized and other datasets."""
-    models = runs.models or ["(no language model)"]
+    """Per model with few-shot runs: few-shot accuracy minus LR's per transform, on memorized
+    and on other datasets (a model without few-shot runs gets no empty row of panels)."""
+    lines = {model: _difference_lines(runs, model) for model in runs.models}
+    lines = {model: found for model, found in lines.items() if found}
+    models = list(lines) or ["(no few-shot runs of a language model)"]
     fig = Figure(figsize=(11, 3.6 * len(models)))
     axes = fig.subplots(len(models), 2, squeeze=False)
     run_ids: set[str] = set()
     for axis_row, model in zip(axes, models, strict=True):
-        for dataset in runs.datasets:
-            points = {t: _difference(runs, model, dataset, t) for t in TRANSFORMS}
-            points = {t: p for t, p in points.items() if p is not None}
-            if not points:
-                continue
+        for dataset, points in lines.get(model, {}).items():
             status = memorization_status(runs, model, dataset)
             axis = axis_row[0] if status == "memorized" else axis_row[1]
             label = dataset if status != "untested" else f"{dataset} (untested)"
