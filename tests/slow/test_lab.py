@@ -30,14 +30,14 @@ def test_minimal_lab_finds_the_planted_file_and_no_held_out_one(tmp_path):
     table = pd.read_csv(folder / "tpr_fpr.csv")
     header = table[table["test"] == "header"]
     planted = header[header["group"] == "planted"].sort_values("repetitions")
-    assert planted["repetitions"].tolist() == [2, 8]
-    assert planted.iloc[-1]["detected"] == 1  # read 8 times: found
+    assert planted["repetitions"].tolist() == [8, 24]
+    assert planted.iloc[-1]["detected"] == 1  # read 24 times: found
     held_out = header[header["group"] == "held out"].iloc[0]
     assert held_out["cells"] == 9  # 3 held-out datasets x 3 checkpoints
     assert held_out["detected"] == 0
     assert (folder / "tpr_fpr.md").read_text().startswith("| test |")
     assert (folder / "tpr_by_repetitions.png").stat().st_size > 0
-    assert (folder / "conf" / "model" / "lab-minimal-p8.yaml").is_file()
+    assert (folder / "conf" / "model" / "lab-minimal-p24.yaml").is_file()
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("lab-minimal")
     runs = client.search_runs([experiment.experiment_id])

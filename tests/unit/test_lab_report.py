@@ -105,6 +105,18 @@ def test_cells_of_other_settings_are_ignored():
     assert rate_table(lab_cells(frame, "other")).empty
 
 
+def test_only_one_version_of_a_setting_counts():
+    old = cell("p8", 8, "a", "no_evidence", planted=8, seen=8)
+    new = cell("p8", 8, "a", "evidence", planted=24, seen=8)
+    frame = runs(
+        [{**old, "param.model.lab.fingerprint": "v1"}, {**new, "param.model.lab.fingerprint": "v2"}]
+    )
+    frame["start_time"] = pd.to_datetime(["2026-01-01", "2026-01-02"])
+    assert lab_cells(frame, "t")["verdict"].tolist() == ["evidence"]  # the latest version
+    assert lab_cells(frame, "t", "v1")["verdict"].tolist() == ["no_evidence"]
+    assert lab_cells(frame.iloc[::-1], "t")["planted"].tolist() == [24]
+
+
 def test_paper_report_has_one_table_and_figure_per_setting():
     import matplotlib.pyplot as plt
 

@@ -21,14 +21,24 @@ GROUP_PLANTED = "planted"
 GROUP_BEFORE = "planted, before fine-tuning"
 GROUP_HELD_OUT = "held out"
 CELL_COLUMNS = ["run_id", "model", "passes", "dataset", "test", "verdict", "planted", "seen"]
+FINGERPRINT = "param.model.lab.fingerprint"
 
 
-def lab_cells(runs: pd.DataFrame, setting: str) -> pd.DataFrame:
-    """The lab's finished cells with their ground truth: planted count and times read."""
+def lab_cells(runs: pd.DataFrame, setting: str, fingerprint: str | None = None) -> pd.DataFrame:
+    """The lab's finished cells with their ground truth: planted count and times read.
+
+    Only the cells of one version of the setting count (``fingerprint``; by default the one
+    whose cell started last): a setting changed and run again logs into the same experiment,
+    and its old checkpoints read the files a different number of times.
+    """
     column = "param.model.lab.setting"
     if runs.empty or column not in runs:
         return pd.DataFrame(columns=CELL_COLUMNS)
     mine = runs[(runs[column] == setting) & (runs["status"] == "FINISHED")]
+    if FINGERPRINT in mine and not mine.empty:
+        if fingerprint is None:
+            fingerprint = mine.sort_values("start_time").iloc[-1][FINGERPRINT]
+        mine = mine[mine[FINGERPRINT] == fingerprint]
     rows = []
     for _, run in mine.iterrows():
         planted = _int(run.get(f"param.model.lab.planted.{run['dataset']}"))

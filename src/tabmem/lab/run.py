@@ -104,7 +104,7 @@ def run_lab(
     run_sweep(command, root / "sweep.log")
     seconds["evaluate"] = time.monotonic() - started
     uri = default_tracking_uri(outputs_dir.resolve())
-    cells = lab_cells(load_runs(uri, [experiment]), plan.name)
+    cells = lab_cells(load_runs(uri, [experiment]), plan.name, stamp)
     table = rate_table(cells)
     files = write_report(table, cells, root)
     _log_report(outputs_dir.resolve(), experiment, plan, stamp, table, files)
