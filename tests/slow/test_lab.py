@@ -12,7 +12,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]  # trains 24 passes on CPU
 pytest.importorskip("peft")
 
 
