@@ -141,6 +141,9 @@ def skip_reason(cfg: Any, test: str) -> str:
     only = cfg.get("only_datasets")
     if only and str(cfg.dataset.name) not in only:
         return f"this part of the grid runs on {', '.join(map(str, only))} only"
+    models = cfg.get("only_models")
+    if models and str(cfg.model.name) not in models:
+        return f"this part of the grid runs the models {', '.join(map(str, models))} only"
     if cfg.model.get("backend") == "baseline" and test not in LEARNING_TESTS:
         return f"model '{cfg.model.name}' is a statistical baseline: it runs learning tests only"
     try:

@@ -70,10 +70,15 @@ def chat_body(prompt: str, **params: Any) -> dict[str, Any]:
     return {"model": "oracle-memorizer", "messages": messages, **params}
 
 
-def test_models_lists_the_three_oracles(server: OracleServer) -> None:
+def test_models_lists_the_four_oracles(server: OracleServer) -> None:
     status, body = call(server, "/models")
     assert status == 200
-    assert [m["id"] for m in body["data"]] == ["oracle-memorizer", "oracle-marginal", "oracle-null"]
+    assert [m["id"] for m in body["data"]] == [
+        "oracle-memorizer",
+        "oracle-marginal",
+        "oracle-null",
+        "oracle-learner",
+    ]
 
 
 def test_chat_completion_over_http(server: OracleServer) -> None:

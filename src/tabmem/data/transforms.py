@@ -11,6 +11,8 @@
   replaced by abstract tokens; numbers kept.
 - ``like`` (Silvestri et al. 2025): each column shuffled on its own, which keeps every
   column's distribution exactly and breaks the dependencies between columns.
+- ``twin``: new rows drawn from a Gaussian copula fitted to the file, in its exact formats,
+  none equal to a real row (``tabmem.data.twin``): a table no model can have seen.
 
 What a transform may do to each column comes from the dataset's ``transform_spec:`` block
 (``tabmem.data.transform_spec``). Each step draws from its own random stream, seeded by the
@@ -31,6 +33,7 @@ from tabmem.data.dataset import Dataset
 from tabmem.data.perturb import perturb_column, replace_identifiers
 from tabmem.data.table import RawTable
 from tabmem.data.transform_spec import TransformSpec, build_spec, is_plain_number
+from tabmem.data.twin import twin_of
 from tabmem.errors import ConfigError
 
 Step = Callable[
@@ -45,8 +48,9 @@ PIPELINES: dict[str, tuple[str, ...]] = {
     "statistical": ("perturbed", "task", "statistical"),
     "obfuscated": ("obfuscated",),
     "like": ("like",),
+    "twin": (),
 }
-KEEP_IDENTITY = {"original", "perturbed", "like"}
+KEEP_IDENTITY = {"original", "perturbed", "like", "twin"}
 """Transforms after which the dataset is still presented under its name and aliases."""
 
 
@@ -221,7 +225,10 @@ def _derived(dataset: Dataset, table: RawTable, spec: TransformSpec, name: str) 
     changes: dict[str, Any] = {"target": spec.target, "extra": extra}
     if name not in KEEP_IDENTITY:
         changes.update(aliases=(), description=spec.task)
-    return Dataset(spec=replace(dataset.spec, **changes), path=dataset.path, text=table.to_text())
+    text = table.to_text()
+    if not dataset.text.endswith(("\n", "\r")):
+        text = text.removesuffix(dataset.newline)
+    return Dataset(spec=replace(dataset.spec, **changes), path=dataset.path, text=text)
 
 
 def apply_transform(dataset: Dataset, transform: Mapping[str, Any], seed: int) -> Dataset:
@@ -233,6 +240,8 @@ def apply_transform(dataset: Dataset, transform: Mapping[str, Any], seed: int) -
         )
     if name == "original":
         return dataset
+    if name == "twin":
+        return twin_of(dataset, seed)
     table = RawTable.from_dataset(dataset)
     spec = spec_of(dataset, table)
     for step in PIPELINES[name]:

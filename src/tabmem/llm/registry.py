@@ -12,8 +12,6 @@ from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel, RetryPolicy
 from tabmem.llm.weights import assembled_file, package_file
 
-ORACLE_VERSION = "1"
-
 
 class OracleBackend:
     """A reference model: an OpenAI-compatible server on 127.0.0.1, reached through litellm.
@@ -24,11 +22,16 @@ class OracleBackend:
 
     def __init__(self, oracle: str, name: str, timeout: float) -> None:
         from tabmem.llm.litellm_backend import LiteLLMBackend
-        from tabmem.llm.oracle import OracleServer, load_available_datasets
+        from tabmem.llm.oracle import ORACLES, OracleServer, load_available_datasets
 
+        model_id = f"oracle-{oracle}"
+        if model_id not in ORACLES:
+            raise ConfigError(
+                f"Unknown oracle '{oracle}'; the oracles are: "
+                f"{', '.join(name.removeprefix('oracle-') for name in ORACLES)}."
+            )
         self.server = OracleServer(load_available_datasets())
         self.server.start()
-        model_id = f"oracle-{oracle}"
         self._client = LiteLLMBackend(
             model=f"openai/{model_id}",
             completion_model=f"text-completion-openai/{model_id}",
@@ -36,7 +39,8 @@ class OracleBackend:
             api_base=self.server.base_url,
             timeout=timeout,
         )
-        self.identity = {"provider": "oracle", "model": model_id, "version": ORACLE_VERSION}
+        version = ORACLES[model_id].version
+        self.identity = {"provider": "oracle", "model": model_id, "version": version}
 
     def chat(self, messages: list[Message], params: GenerationParams) -> str:
         return self._client.chat(messages, params)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tabmem.stats.samples import normalize_value
+from tabmem.data.values import normalize_value
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from functools import cached_property
 import numpy as np
 from scipy import stats
 
-from tabmem.stats.samples import normalize_value
+from tabmem.data.values import normalize_value
 
 
 class PrefixIndex:

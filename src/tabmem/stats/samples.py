@@ -18,24 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from tabmem.data import Dataset
+from tabmem.data.values import normalize_value
 
-MISSING_SPELLINGS = frozenset({"", "nan", "none", "null", "na", "n/a", "missing"})
 _ABSENT = -1
 """The code of a sampled value that never occurs in its column."""
-
-
-def normalize_value(text: str) -> str:
-    """A value as compared with the data: stripped, unquoted, missing as "", numbers by value."""
-    value = text.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-        value = value[1:-1].strip()
-    if value.lower() in MISSING_SPELLINGS:
-        return ""
-    try:
-        number = float(value)
-    except ValueError:
-        return value
-    return repr(number) if number == number else value
 
 
 def data_values(dataset: Dataset) -> list[list[str]]:

@@ -6,9 +6,10 @@ imported from there on first use, so ``python -m tabmem.llm.oracle.server`` runs
 
 from typing import Any
 
+from tabmem.llm.oracle.catalog import ORACLES
+from tabmem.llm.oracle.learner import LearnerOracle
 from tabmem.llm.oracle.models import (
     CHARS_PER_TOKEN,
-    ORACLES,
     MarginalOracle,
     MemorizerOracle,
     NullOracle,
@@ -22,6 +23,7 @@ from tabmem.llm.oracle.models import (
 __all__ = [
     "CHARS_PER_TOKEN",
     "ORACLES",
+    "LearnerOracle",
     "MarginalOracle",
     "MemorizerOracle",
     "NullOracle",

@@ -4,6 +4,8 @@
 - ``MarginalOracle`` knows the feature names and each feature's marginal distribution, but no
   rows: knowledge without memorization.
 - ``NullOracle`` knows nothing and makes plausible text up: the lower reference.
+- ``LearnerOracle`` (``tabmem.llm.oracle.learner``) knows each dataset's joint distribution
+  but none of the rows it is asked about: the hard negative.
 
 Each oracle reads one prompt text (for chat, the last user message: the system prompt and
 few-shot turns are ignored, so examples from other datasets cannot confuse it) and handles three
@@ -324,6 +326,8 @@ class Oracle(ABC):
     """What all oracles share: the datasets they know, the answer cut, the prompt kinds."""
 
     model_name: ClassVar[str]
+    version: ClassVar[str] = "1"
+    """Part of the model's cache identity: raise it when the oracle's answers change."""
 
     def __init__(self, datasets: Sequence[Dataset]) -> None:
         self._tables = [_Table(seen_part(d)) for d in datasets if d.rows]
@@ -356,12 +360,17 @@ class Oracle(ABC):
         ``chat`` says the text is a user message, so a one-value answer gets no leading space.
         """
         max_chars = CHARS_PER_TOKEN * max(max_tokens, 0)
-        draft = self._draft(prompt_text, rng_for(prompt_text, seed), max_chars + 1, chat)
+        draft = self._draft(
+            prompt_text, rng_for(prompt_text, seed), max_chars + 1, chat, temperature
+        )
         return _cut(draft, stop, max_chars)
 
     @abstractmethod
-    def _draft(self, prompt: str, rng: random.Random, budget: int, chat: bool) -> str:
-        """The uncut answer; generated text needs to run only ``budget`` characters long."""
+    def _draft(
+        self, prompt: str, rng: random.Random, budget: int, chat: bool, temperature: float
+    ) -> str:
+        """The uncut answer; generated text needs to run only ``budget`` characters long.
+        Only the learner heeds ``temperature``; the others vary their answers by seed."""
 
     def _choice(self, prompt: str, rng: random.Random, chat: bool) -> str | None:
         """The letter of the best-scoring option if the prompt is a multiple-choice question."""
@@ -371,9 +380,13 @@ class Oracle(ABC):
         context = _OPTION.sub("", prompt)
         found = self._find_pairs("\n".join([context, *(text for _, text in options)]))
         table = found.table if found else None
-        scores = [self._option_score(table, context, text) for _, text in options]
+        scores = self._option_scores(table, context, [text for _, text in options])
         best = [letter for (letter, _), s in zip(options, scores, strict=True) if s == max(scores)]
         return _lead(prompt, chat) + rng.choice(best)
+
+    def _option_scores(self, table: _Table | None, context: str, options: list[str]) -> list[float]:
+        """How strongly this oracle prefers each option (higher: more)."""
+        return [self._option_score(table, context, option) for option in options]
 
     def _option_score(self, table: _Table | None, context: str, option: str) -> float:
         """How strongly this oracle prefers an option; the base oracle has no preference."""
@@ -415,6 +428,70 @@ class Oracle(ABC):
         spec = table.dataset.spec
         return spec.aliases[0] if spec.aliases else spec.name
 
+    def _longest_match(self, prompt: str) -> _Match | None:
+        """The longest suffix of the prompt found in some file (a binary search on its length).
+
+        Among files holding it, one whose header is in the prompt wins, then the first; within
+        the file, the first occurrence.
+        """
+        tables = sorted(self._tables, key=lambda t: t.header not in prompt)
+
+        def holder(length: int) -> _Table | None:
+            suffix = prompt[len(prompt) - length :]
+            return next((t for t in tables if suffix in t.text), None)
+
+        # Invariant: the suffix of length `present` is found; the one of length `absent` is not.
+        present, absent = 0, min(len(prompt), max((len(t.text) for t in tables), default=0))
+        if absent and holder(absent):
+            present = absent
+        while absent - present > 1:
+            middle = (present + absent) // 2
+            if holder(middle):
+                present = middle
+            else:
+                absent = middle
+        table = holder(present) if present else None
+        if table is None:
+            return None
+        start = len(prompt) - present
+        return _Match(table, start, table.text.find(prompt[start:]) + present)
+
+    @staticmethod
+    def _is_csv(prompt: str, match: _Match) -> bool:
+        """Whether the matched suffix is CSV text rather than a chance overlap with prose: it
+        begins a prompt line and the file, or holds the delimiter and begins or spans a line."""
+        matched = prompt[match.prompt_start :]
+        at_line_start = match.prompt_start == 0 or prompt[match.prompt_start - 1] == "\n"
+        if at_line_start and match.text_end == len(matched):
+            return True
+        spans_line = "\n" in matched.rstrip("\r\n")
+        return match.table.delimiter in matched and (at_line_start or spans_line)
+
+    def _header_cut(self, partial: str) -> _Table | None:
+        """The dataset whose header the prompt's last line begins (3 characters at least)."""
+        if len(partial) < 3:
+            return None
+        return next(
+            (t for t in self._tables if t.header.startswith(partial) and t.header != partial), None
+        )
+
+    def _csv_table(self, complete: list[str], partial: str) -> _Table | None:
+        """The dataset whose CSV text the prompt ends with: the one of the last header line in
+        the prompt, else the one whose columns hold half or more of the last row's fields."""
+        for line in reversed([*complete, partial]):
+            table = next((t for t in self._tables if line and line == t.header), None)
+            if table:
+                return table
+        last = next((line for line in reversed(complete) if line.strip()), "")
+        scored = []
+        for table in self._tables:
+            fields = raw_fields(last, table.delimiter)
+            if len(fields) == len(table.raw_sets):
+                hits = sum(f in values for f, values in zip(fields, table.raw_sets, strict=True))
+                scored.append((hits / len(fields), table))
+        scored = [(score, t) for score, t in scored if score >= 0.5]
+        return max(scored, key=lambda pair: pair[0])[1] if scored else None
+
     @staticmethod
     def _last_mention(prompt: str, names: Iterable[str]) -> int:
         """Where the last mention of any of ``names`` (as a whole word, any case) starts, or -1."""
@@ -455,7 +532,9 @@ class MemorizerOracle(Oracle):
         values.update({p.name: p.value for p in table.pairs(option)})
         return float(table.agreement(values))
 
-    def _draft(self, prompt: str, rng: random.Random, budget: int, chat: bool) -> str:
+    def _draft(
+        self, prompt: str, rng: random.Random, budget: int, chat: bool, temperature: float
+    ) -> str:
         choice = self._choice(prompt, rng, chat)
         if choice is not None:
             return choice
@@ -479,45 +558,6 @@ class MemorizerOracle(Oracle):
             rng.choice(table.clean_rows), found.style if found else _DEFAULT_STYLE
         )
 
-    def _longest_match(self, prompt: str) -> _Match | None:
-        """The longest suffix of the prompt found in some file (a binary search on its length).
-
-        Among files holding it, one whose header is in the prompt wins, then the first; within
-        the file, the first occurrence.
-        """
-        tables = sorted(self._tables, key=lambda t: t.header not in prompt)
-
-        def holder(length: int) -> _Table | None:
-            suffix = prompt[len(prompt) - length :]
-            return next((t for t in tables if suffix in t.text), None)
-
-        # Invariant: the suffix of length `present` is found; the one of length `absent` is not.
-        present, absent = 0, min(len(prompt), max((len(t.text) for t in tables), default=0))
-        if absent and holder(absent):
-            present = absent
-        while absent - present > 1:
-            middle = (present + absent) // 2
-            if holder(middle):
-                present = middle
-            else:
-                absent = middle
-        table = holder(present) if present else None
-        if table is None:
-            return None
-        start = len(prompt) - present
-        return _Match(table, start, table.text.find(prompt[start:]) + present)
-
-    @staticmethod
-    def _is_csv(prompt: str, match: _Match) -> bool:
-        """Whether the matched suffix is CSV text rather than a chance overlap with prose: it
-        begins a prompt line and the file, or holds the delimiter and begins or spans a line."""
-        matched = prompt[match.prompt_start :]
-        at_line_start = match.prompt_start == 0 or prompt[match.prompt_start - 1] == "\n"
-        if at_line_start and match.text_end == len(matched):
-            return True
-        spans_line = "\n" in matched.rstrip("\r\n")
-        return match.table.delimiter in matched and (at_line_start or spans_line)
-
 
 class MarginalOracle(Oracle):
     """Knows the feature names and each feature's marginal distribution, no rows.
@@ -536,7 +576,9 @@ class MarginalOracle(Oracle):
             return 0.0
         return sum(table.log_share(p.name, p.value) for p in table.pairs(option) if p.value)
 
-    def _draft(self, prompt: str, rng: random.Random, budget: int, chat: bool) -> str:
+    def _draft(
+        self, prompt: str, rng: random.Random, budget: int, chat: bool, temperature: float
+    ) -> str:
         choice = self._choice(prompt, rng, chat)
         if choice is not None:
             return choice
@@ -559,31 +601,6 @@ class MarginalOracle(Oracle):
             return ""
         style = found.style if found else _DEFAULT_STYLE
         return table.observation([rng.choice(c) for c in table.clean_columns], style)
-
-    def _header_cut(self, partial: str) -> _Table | None:
-        """The dataset whose header the prompt's last line begins (3 characters at least)."""
-        if len(partial) < 3:
-            return None
-        return next(
-            (t for t in self._tables if t.header.startswith(partial) and t.header != partial), None
-        )
-
-    def _csv_table(self, complete: list[str], partial: str) -> _Table | None:
-        """The dataset whose CSV text the prompt ends with: the one of the last header line in
-        the prompt, else the one whose columns hold half or more of the last row's fields."""
-        for line in reversed([*complete, partial]):
-            table = next((t for t in self._tables if line and line == t.header), None)
-            if table:
-                return table
-        last = next((line for line in reversed(complete) if line.strip()), "")
-        scored = []
-        for table in self._tables:
-            fields = raw_fields(last, table.delimiter)
-            if len(fields) == len(table.raw_sets):
-                hits = sum(f in values for f, values in zip(fields, table.raw_sets, strict=True))
-                scored.append((hits / len(fields), table))
-        scored = [(score, t) for score, t in scored if score >= 0.5]
-        return max(scored, key=lambda pair: pair[0])[1] if scored else None
 
     @staticmethod
     def _finish_row(table: _Table, partial: str, rng: random.Random) -> str:
@@ -626,7 +643,9 @@ class NullOracle(Oracle):
         """The null oracle ignores ``datasets``; it takes them only to build like the others."""
         super().__init__(datasets)
 
-    def _draft(self, prompt: str, rng: random.Random, budget: int, chat: bool) -> str:
+    def _draft(
+        self, prompt: str, rng: random.Random, budget: int, chat: bool, temperature: float
+    ) -> str:
         choice = self._choice(prompt, rng, chat)
         if choice is not None:
             return choice
@@ -677,9 +696,3 @@ def _made_up_rest(current: str, rng: random.Random) -> str:
     """A made-up end for a field cut short: a digit after a digit, else a letter; closes quotes."""
     rest = str(rng.randrange(10)) if current[-1].isdigit() else rng.choice(_VOWELS)
     return rest + ('"' if current.count('"') % 2 else "")
-
-
-ORACLES: Mapping[str, type[Oracle]] = {
-    cls.model_name: cls for cls in (MemorizerOracle, MarginalOracle, NullOracle)
-}
-"""The oracle classes by the model name the server answers to."""

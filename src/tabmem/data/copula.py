@@ -1,0 +1,285 @@
+"""A Gaussian copula over a table's raw fields: new rows with the file's marginals and formats.
+
+Each column keeps its empirical distribution: the file's distinct values (compared normalized,
+so ``3`` and ``3.0`` are one value) in an order, each owning a slice of (0, 1) as wide as its
+share of the rows. Numbers are ordered by size, missing values first. Categories are ordered by
+the mean score of the column they tell most about (``Education`` by ``EducationNum``,
+``Relationship`` by ``Gender``), so that the dependence becomes a correlation the copula keeps;
+with no such column, by frequency.
+A row's normal scores are the inverse normal of its values' slice middles (the middle, not a
+random point, so that two columns that determine each other correlate fully); their
+correlation matrix carries the dependence between columns. A new row draws correlated normal
+scores, maps each back to the value whose slice holds it, and writes that value with one of
+the raw spellings the file uses for it (quotes, leading spaces and decimals as written), so
+every field of a new row is written exactly as the file writes fields of its column.
+
+Dependence that differs between groups of rows (iris' species, adult's relationship) is more
+than one correlation matrix can hold, so ``TableModel`` fits one copula per value of a hub
+column, the category with at most ``MAX_STRATA`` values that tells most about the others.
+A column that counts rows (each value the one before plus one, an id) is not modelled: it is
+written as the same count, starting where the caller says.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from tabmem.data.association import coarse_codes, information_share
+from tabmem.data.values import normalize_value
+
+SHRINKAGE = 1e-3
+"""Weight of the identity mixed into the correlation matrix, so it is always positive definite."""
+MAX_STRATA = 10
+"""A hub column has at most this many distinct values."""
+MIN_STRATUM = 30
+"""Hub values with fewer rows share one pooled copula."""
+
+
+def _number(value: str) -> float | None:
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def is_numeric(values: Iterable[str]) -> bool:
+    """Whether every non-empty (normalized) value is a number."""
+    return all(_number(v) is not None for v in values if v != "")
+
+
+def category_ranks(
+    values: Sequence[str], target: int, coded: Sequence[np.ndarray], scores: np.ndarray
+) -> dict[str, float] | None:
+    """An order for a categorical column's values (normalized): the mean, within each category,
+    of the normal scores of the column it tells most about (``coded``: every modelled column's
+    coarse codes; ``target``: this column's place among them). None when it tells about none."""
+    shares = [
+        information_share(coded[target], other) if k != target else -1.0
+        for k, other in enumerate(coded)
+    ]
+    partner = int(np.argmax(shares))
+    if shares[partner] <= 0.0:
+        return None
+    grouped: dict[str, list[float]] = defaultdict(list)
+    for category, score in zip(values, scores[:, partner], strict=True):
+        grouped[category].append(float(score))
+    return {c: float(np.mean(v)) for c, v in grouped.items()}
+
+
+def _middle_scores(
+    columns: Sequence[Sequence[str]], modelled: Sequence[int], marginals: Sequence[Marginal]
+) -> np.ndarray:
+    """Each row's normal score per modelled column: the inverse normal of its slice middle."""
+    scores = np.empty((len(columns[0]), len(modelled)))
+    for k, (j, marginal) in enumerate(zip(modelled, marginals, strict=True)):
+        position = marginal.index(columns[j])
+        middle = (marginal.edges[position] + marginal.edges[position + 1]) / 2
+        scores[:, k] = stats.norm.ppf(middle)
+    return scores
+
+
+def is_counter(values: Sequence[str]) -> bool:
+    """Whether a column counts rows: whole numbers, each the one before plus one."""
+    if len(values) < 2:
+        return False
+    numbers = [v.strip() for v in values]
+    if not all(n.isdigit() for n in numbers):
+        return False
+    return all(int(b) - int(a) == 1 for a, b in itertools.pairwise(numbers))
+
+
+@dataclass(frozen=True)
+class Marginal:
+    """One column's distinct values in copula order, their slice edges, their raw spellings."""
+
+    values: tuple[str, ...]
+    edges: np.ndarray
+    spellings: tuple[tuple[tuple[str, ...], np.ndarray], ...]
+
+    @classmethod
+    def fit(cls, raw: Sequence[str], rank: dict[str, float] | None = None) -> Marginal:
+        """The marginal of one column of raw fields; ``rank`` orders a categorical column's
+        values (default: by frequency)."""
+        counts = Counter(normalize_value(v) for v in raw)
+        spelled: dict[str, Counter] = defaultdict(Counter)
+        for v in raw:
+            spelled[normalize_value(v)][v] += 1
+        numeric = is_numeric(counts)
+
+        def order(value: str) -> tuple:
+            if numeric:
+                return (value != "", _number(value) or 0.0)
+            if rank:
+                return (rank.get(value, 0.0), -counts[value], value)
+            return (-counts[value], value)
+
+        values = tuple(sorted(counts, key=order))
+        shares = np.array([counts[v] for v in values], dtype=float) / len(raw)
+        edges = np.concatenate([[0.0], np.cumsum(shares)])
+        edges[-1] = 1.0
+        spellings = tuple(
+            (tuple(spelled[v]), np.array(list(spelled[v].values()), dtype=float)) for v in values
+        )
+        return cls(values, edges, spellings)
+
+    def index(self, raw: Sequence[str]) -> np.ndarray:
+        """The position in ``values`` of each raw field."""
+        where = {v: i for i, v in enumerate(self.values)}
+        return np.array([where[normalize_value(v)] for v in raw], dtype=np.int64)
+
+    def spell(self, positions: np.ndarray, rng: np.random.Generator) -> list[str]:
+        """A raw spelling for each value position, drawn by how often the file uses it."""
+        out = []
+        for position in positions.tolist():
+            texts, weights = self.spellings[position]
+            out.append(
+                texts[0]
+                if len(texts) == 1
+                else texts[rng.choice(len(texts), p=weights / weights.sum())]
+            )
+        return out
+
+
+@dataclass(frozen=True)
+class GaussianCopula:
+    """Fitted marginals of the modelled columns and their correlation."""
+
+    width: int
+    modelled: tuple[int, ...]
+    marginals: tuple[Marginal, ...]
+    correlation: np.ndarray
+
+    @classmethod
+    def fit(cls, rows: Sequence[Sequence[str]], modelled: Sequence[int]) -> GaussianCopula:
+        """Fit the ``modelled`` columns of rows of raw fields."""
+        if not rows:
+            raise ValueError("a copula needs at least one row to fit")
+        modelled = tuple(modelled)
+        columns = [[row[j] for row in rows] for j in range(len(rows[0]))]
+        normalized = [[normalize_value(v) for v in columns[j]] for j in modelled]
+        first = [Marginal.fit(columns[j]) for j in modelled]
+        scores = _middle_scores(columns, modelled, first)
+        coded = [coarse_codes(values) for values in normalized]
+        marginals = tuple(
+            marginal
+            if is_numeric(normalized[k])
+            else Marginal.fit(columns[j], category_ranks(normalized[k], k, coded, scores))
+            for k, (j, marginal) in enumerate(zip(modelled, first, strict=True))
+        )
+        scores = _middle_scores(columns, modelled, marginals)
+        correlation = np.eye(len(modelled))
+        if len(rows) > 2 and len(modelled) > 1:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                correlation = np.nan_to_num(np.corrcoef(scores, rowvar=False))
+            np.fill_diagonal(correlation, 1.0)
+        correlation = (1 - SHRINKAGE) * correlation + SHRINKAGE * np.eye(len(modelled))
+        return cls(len(columns), modelled, marginals, correlation)
+
+    def sample(self, n: int, rng: np.random.Generator) -> list[list[str]]:
+        """``n`` new rows of raw fields (columns not modelled left empty)."""
+        latent = rng.multivariate_normal(np.zeros(len(self.modelled)), self.correlation, n)
+        uniform = stats.norm.cdf(latent).reshape(n, len(self.modelled))
+        rows = [[""] * self.width for _ in range(n)]
+        for k, (j, marginal) in enumerate(zip(self.modelled, self.marginals, strict=True)):
+            positions = np.searchsorted(marginal.edges, uniform[:, k], side="right") - 1
+            positions = np.clip(positions, 0, len(marginal.values) - 1)
+            for row, text in zip(rows, marginal.spell(positions, rng), strict=True):
+                row[j] = text
+        return rows
+
+
+def hub_column(rows: Sequence[Sequence[str]], candidates: Sequence[int]) -> int | None:
+    """The column with at most ``MAX_STRATA`` values that tells most about the others, or None."""
+    normalized = {j: [normalize_value(row[j]) for row in rows] for j in candidates}
+    coded = {j: coarse_codes(values) for j, values in normalized.items()}
+    best, best_share = None, 0.0
+    for j in candidates:
+        if len(set(normalized[j])) > MAX_STRATA:
+            continue
+        share = sum(information_share(coded[j], coded[i]) for i in candidates if i != j)
+        if share > best_share:
+            best, best_share = j, share
+    return best
+
+
+@dataclass(frozen=True)
+class TableModel:
+    """A table's generative model: one Gaussian copula per value of a hub column (the category
+    that tells most about the others, such as iris' species), so that what differs between
+    groups of rows is kept, and counter columns written as counts."""
+
+    width: int
+    counters: tuple[int, ...]
+    hub: int | None
+    strata: tuple[tuple[str, ...], ...]
+    shares: np.ndarray
+    copulas: tuple[GaussianCopula, ...]
+
+    @classmethod
+    def fit(cls, rows: Sequence[Sequence[str]]) -> TableModel:
+        """Fit to rows of raw fields (one list of field texts per row)."""
+        if not rows:
+            raise ValueError("a table model needs at least one row to fit")
+        width = len(rows[0])
+        counters = tuple(j for j in range(width) if is_counter([row[j] for row in rows]))
+        modelled = tuple(j for j in range(width) if j not in counters)
+        hub = hub_column(rows, modelled) if len(rows) >= 2 * MIN_STRATUM else None
+        groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
+        for i, row in enumerate(rows):
+            groups[(normalize_value(row[hub]),) if hub is not None else ()].append(i)
+        small = [key for key, members in groups.items() if len(members) < MIN_STRATUM]
+        if small and len(groups) > len(small):
+            pooled = [i for key in small for i in groups.pop(key)]
+            groups[tuple(sorted(k[0] for k in small))] = pooled
+        strata = tuple(sorted(groups))
+        sizes = np.array([len(groups[key]) for key in strata], dtype=float)
+        copulas = tuple(
+            GaussianCopula.fit([rows[i] for i in groups[key]], modelled) for key in strata
+        )
+        return cls(width, counters, hub, strata, sizes / sizes.sum(), copulas)
+
+    def sample(
+        self, n: int, rng: np.random.Generator, counter_start: Sequence[int] | None = None
+    ) -> list[list[str]]:
+        """``n`` new rows of raw fields; counter columns count on from ``counter_start``
+        (one start per counter column, default 1)."""
+        counts = rng.multinomial(n, self.shares)
+        rows = [
+            row
+            for copula, k in zip(self.copulas, counts, strict=True)
+            for row in copula.sample(int(k), rng)
+        ]
+        rows = [rows[i] for i in rng.permutation(len(rows))]
+        starts = list(counter_start or [1] * len(self.counters))
+        for j, start in zip(self.counters, starts, strict=True):
+            for i, row in enumerate(rows):
+                row[j] = str(start + i)
+        return rows
+
+    @property
+    def modelled(self) -> tuple[int, ...]:
+        return tuple(j for j in range(self.width) if j not in self.counters)
+
+    def describe(self) -> dict:
+        """The fitted model as plain data, for the run's record."""
+        return {
+            "model": "Gaussian copula over empirical marginals, one per value of the hub column",
+            "counter_columns": list(self.counters),
+            "hub_column": self.hub,
+            "strata": [
+                {
+                    "values": list(key),
+                    "share": round(float(share), 6),
+                    "correlation": np.round(copula.correlation, 4).tolist(),
+                }
+                for key, share, copula in zip(self.strata, self.shares, self.copulas, strict=True)
+            ],
+        }

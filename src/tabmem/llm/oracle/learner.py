@@ -1,0 +1,260 @@
+"""The learner: a reference model that knows each dataset's joint distribution but none of the
+rows it is asked about — the hard negative for every test that claims to detect rows seen.
+
+Its knowledge is a nearest-neighbour model of each shipped file (``tabmem.stats.neighbours``):
+the values of the rows most similar to what the prompt shows. It never answers from the rows a
+prompt asks about: rows that agree with everything the prompt shows of the asked row are left
+out when there are few of them (the queried row is among them), and when the prompt is the
+file's own CSV text, the rows after the point where the prompt stops are left out too.
+
+- A feature question (``Name =`` after ``Name = value`` pairs) gets, at temperature 0, the most
+  likely value given the shown values; at a higher temperature, a draw from the same
+  conditional distribution.
+- A multiple-choice question gets the option most likely given the rest of the record: for a
+  hidden value, the option value's conditional probability; for whole records, the sum over
+  their values of each value's probability given the record's other values.
+- CSV text is continued with rows written in the file's exact format (the raw text of the
+  chosen neighbours' fields): the row the prompt breaks off in is finished, and at temperature
+  0 the first row written is the most likely one, field by field; later rows, and every row
+  at a higher temperature, are draws. A column that counts rows goes on counting. A draw may
+  equal a real row by chance, as a draw from the distribution would; none is filtered out.
+- An observation request gets one observation drawn from the distribution (given the values
+  the prompt fixes, if any); a name question the dataset's name. The learner knows names and
+  distributions: tests of those are expected to find it.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Collection, Mapping, Sequence
+from functools import cached_property
+
+import numpy as np
+
+from tabmem.data.copula import is_counter
+from tabmem.data.dataset import Dataset
+from tabmem.llm.oracle.models import (
+    _DEFAULT_STYLE,
+    Oracle,
+    _clean,
+    _lead,
+    _lines,
+    _Pair,
+    _Table,
+    raw_fields,
+)
+from tabmem.stats.neighbours import NeighbourModel
+
+
+class _Knowledge:
+    """What the learner knows of one table: the neighbour model and the file's raw fields."""
+
+    def __init__(self, table: _Table) -> None:
+        self.table = table
+        self.model = NeighbourModel(table.clean_rows)
+        self.width = len(table.names)
+
+    @cached_property
+    def counters(self) -> dict[int, int]:
+        """Columns that count rows, and the first count in the file."""
+        columns = self.table.raw_columns
+        return {
+            j: int(columns[j][0].strip())
+            for j in range(min(self.width, len(columns)))
+            if is_counter(columns[j])
+        }
+
+    @cached_property
+    def raw_texts(self) -> list[np.ndarray]:
+        """Each column's raw field texts, as arrays for prefix tests."""
+        return [np.asarray(column, dtype=object) for column in self.table.raw_columns]
+
+    def given(self, pairs: Sequence[_Pair], skip: str | None = None) -> dict[int, str]:
+        """The prompt's ``Name = value`` pairs as column index -> value."""
+        return {
+            self.table.column(p.name): p.value for p in pairs if p.value and p.name != skip
+        }
+
+    def starting_with(self, column: int, typed: str) -> np.ndarray | None:
+        """Rows whose raw field in ``column`` begins with ``typed`` (None: any row will do)."""
+        if not typed:
+            return None
+        texts = self.raw_texts[column]
+        return np.array([str(t).startswith(typed) for t in texts], dtype=bool)
+
+
+class LearnerOracle(Oracle):
+    """Knows each dataset's joint distribution, never the rows it is asked about."""
+
+    model_name = "oracle-learner"
+
+    def __init__(self, datasets: Sequence[Dataset]) -> None:
+        super().__init__(datasets)
+        self._known: dict[int, _Knowledge] = {}
+        self._lock = threading.Lock()
+
+    def _knowledge(self, table: _Table) -> _Knowledge:
+        with self._lock:
+            if id(table) not in self._known:
+                self._known[id(table)] = _Knowledge(table)
+            return self._known[id(table)]
+
+    def _draft(
+        self, prompt: str, rng: random.Random, budget: int, chat: bool, temperature: float
+    ) -> str:
+        choice = self._choice(prompt, rng, chat)
+        if choice is not None:
+            return choice
+        name = self._name_answer(prompt)
+        if name is not None:
+            return name
+        draw = rng if temperature > 0 else None
+        found = self._find_pairs(prompt)
+        if found and found.question:
+            known = self._knowledge(found.table)
+            target = found.table.column(found.question.name)
+            row = known.model.pick(target, known.given(found.pairs, found.question.name), draw)
+            value = "" if row is None else found.table.clean_rows[row][target]
+            return _lead(prompt, chat) + value
+        complete, partial = _lines(prompt)
+        table = self._header_cut(partial)
+        if table:
+            head = table.header[len(partial) :] + table.newline
+            return self._continue(self._knowledge(table), prompt, head, "", "", rng, budget, draw)
+        table = self._csv_table(complete, partial)
+        if table:
+            shown = next((line for line in reversed(complete) if line.strip()), "")
+            known = self._knowledge(table)
+            return self._continue(known, prompt, "", shown, partial, rng, budget, draw)
+        table = found.table if found else self._identify(prompt)
+        if table is None:
+            return ""
+        known = self._knowledge(table)
+        fixed = known.given(found.pairs) if found else {}
+        values = self._row(known, fixed, rng, None, (), None)
+        clean = [_clean(v) for v in values]
+        return table.observation(clean, found.style if found else _DEFAULT_STYLE)
+
+    def _option_scores(self, table: _Table | None, context: str, options: list[str]) -> list[float]:
+        """Each option's log-likelihood given the record: the sum, over the option's values,
+        of each value's conditional log-probability given every other known value. The rows
+        that agree with all values the options share are the asked record: left out."""
+        if table is None:
+            return [0.0] * len(options)
+        known = self._knowledge(table)
+        base = known.given(table.pairs(context))
+        filled = [{**base, **known.given(table.pairs(option))} for option in options]
+        own = [known.given(table.pairs(option)) for option in options]
+        usable = [known.model.usable(values) for values in filled]
+        shared = {j: v for j, v in usable[0].items() if all(u.get(j) == v for u in usable[1:])}
+        asked = _few(known.model.matching(shared), known.model.k) if shared else []
+        scores = []
+        for values, mine in zip(usable, own, strict=True):
+            scores.append(
+                sum(
+                    known.model.log_score(j, values[j], values, exclude=asked)
+                    for j in mine
+                    if j in values
+                )
+            )
+        return scores
+
+    def _continue(
+        self,
+        known: _Knowledge,
+        prompt: str,
+        head: str,
+        shown: str,
+        partial: str,
+        rng: random.Random,
+        budget: int,
+        draw: random.Random | None,
+    ) -> str:
+        """The prompt's CSV text continued: ``head``, the rest of the row ``partial`` began,
+        then new rows until ``budget`` characters; the first row written is greedy when
+        ``draw`` is None."""
+        table = known.table
+        asked = self._asked_rows(known, prompt, budget)
+        counts = self._next_counts(known, shown)
+        parts, size = [head], len(head)
+        fields = raw_fields(partial, table.delimiter) if partial else []
+        if fields:
+            done = {j: _clean(f) for j, f in enumerate(fields[:-1]) if j < known.width}
+            typed = (len(fields) - 1, fields[-1])
+            row = self._row(known, done, rng, draw, asked, typed, counts)
+            rest = row[typed[0]][len(typed[1]) :] if typed[0] < known.width else ""
+            tail = "".join(table.delimiter + f for f in row[typed[0] + 1 :])
+            parts.append(rest + tail + table.newline)
+            size += len(parts[-1])
+            counts = {j: c + 1 for j, c in counts.items()}
+            draw = draw or rng
+        while size < budget:
+            row = self._row(known, {}, rng, draw, asked, None, counts)
+            parts.append(table.delimiter.join(row) + table.newline)
+            size += len(parts[-1])
+            counts = {j: c + 1 for j, c in counts.items()}
+            draw = draw or rng
+        return "".join(parts)
+
+    def _row(
+        self,
+        known: _Knowledge,
+        fixed: Mapping[int, str],
+        rng: random.Random,
+        draw: random.Random | None,
+        asked: Collection[int],
+        typed: tuple[int, str] | None,
+        counts: Mapping[int, int] | None = None,
+    ) -> list[str]:
+        """One row's raw fields, column by column, each chosen from the neighbours given the
+        values before it (``fixed`` values kept as given, counter columns counted on, the
+        ``typed`` beginning of one field respected); greedy without ``draw``."""
+        counts = counts or {}
+        given: dict[int, str] = {}
+        out: list[str] = []
+        for j in range(known.width):
+            if j in fixed and (typed is None or j != typed[0]):
+                given[j] = fixed[j]
+                out.append(fixed[j])
+                continue
+            if j in counts:
+                out.append(str(counts[j]))
+                given[j] = out[-1]
+                continue
+            among = known.starting_with(j, typed[1]) if typed and j == typed[0] else None
+            row = known.model.pick(j, given, draw, exclude=asked, among=among)
+            if row is None and among is not None:
+                row = int(np.flatnonzero(among)[0]) if among.any() else None
+            text = "" if row is None else str(known.raw_texts[j][row])
+            out.append(text)
+            given[j] = _clean(text)
+        return out
+
+    def _asked_rows(self, known: _Knowledge, prompt: str, budget: int) -> list[int]:
+        """The file's rows the prompt asks for: from where its CSV text stops in the file, as
+        many rows as the answer budget can hold (none if the text is not the file's)."""
+        match = self._longest_match(prompt)
+        if match is None or match.table is not known.table or not self._is_csv(prompt, match):
+            return []
+        text = known.table.text
+        first = max(0, text.count("\n", 0, match.text_end) - 1)
+        rows = known.model.n_rows
+        span = budget // max(1, len(text) // (rows + 1)) + 2
+        return list(range(first, min(rows, first + span)))
+
+    @staticmethod
+    def _next_counts(known: _Knowledge, shown: str) -> dict[int, int]:
+        """The next value of each counter column after the prompt's last complete row."""
+        fields = raw_fields(shown, known.table.delimiter) if shown else []
+        counts = {}
+        for j, first in known.counters.items():
+            value = fields[j].strip() if j < len(fields) else ""
+            counts[j] = int(value) + 1 if value.isdigit() else first
+        return counts
+
+
+def _few(agree: np.ndarray, limit: int) -> list[int]:
+    """The rows of the mask when there are at most ``limit`` of them, else none."""
+    rows = np.flatnonzero(agree)
+    return rows.tolist() if rows.size <= limit else []

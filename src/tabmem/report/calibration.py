@@ -1,0 +1,261 @@
+"""The calibration table (``make calibrate``): how often each test cries wolf, and how often it
+finds what is there.
+
+Every finished cell of the calibration grid has a role:
+
+- **negative** for a test of rows seen: a model that cannot have seen the rows asked about.
+  The reference models that know no rows (``oracle-null``, ``oracle-marginal``,
+  ``oracle-learner``) on any file; any model on a twin (``transform=twin``: rows nobody has
+  seen); a language model (not an oracle, which knows every shipped file) on
+  ``synthetic-novel``; a contamination-lab checkpoint on a dataset it never read.
+- **positive**: the ``oracle-memorizer`` on a real file; a lab checkpoint on a dataset it read.
+
+For each test of rows seen the table gives the false-positive rate (``evidence`` cells /
+applicable negative cells) and the true-positive rate, each with a Clopper-Pearson 95 %
+interval and the cells behind it. Tests of knowledge (names, values, distributions) are
+expected to find the learner and, in part, the marginal oracle: their rows count only the null
+model and the twins' and novel data's false alarms of *row* knowledge as errors, and show the
+rest as information.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from tabmem.errors import TabmemError
+from tabmem.lab.report import lab_cells
+from tabmem.report.writers import ReportTable, write_table
+from tabmem.stats.pvalues import clopper_pearson
+
+ROWS_SEEN = (
+    "header",
+    "row_completion",
+    "feature_completion",
+    "first_token",
+    "conditional_completion",
+    "completion_choice",
+    "existence",
+    "sample",
+    "min_k_prob",
+    "row_order",
+)
+"""Tests whose ``evidence`` claims the model has seen the dataset's rows."""
+KNOWLEDGE = (
+    "feature_names",
+    "dataset_name",
+    "feature_values",
+    "feature_distribution",
+    "conditional_distribution",
+)
+"""Tests whose ``evidence`` claims knowledge of the dataset's names, values or distribution."""
+KNOW_NO_ROWS = ("oracle-null", "oracle-marginal", "oracle-learner")
+NOVEL = "synthetic-novel"
+CALIBRATION_EXPERIMENT = "calibrate"
+EVIDENCE = "evidence"
+NOT_APPLICABLE = "not_applicable"
+
+
+@dataclass(frozen=True)
+class Role:
+    """What a cell says about a test: ``negative`` or ``positive``, and the group it is in."""
+
+    kind: str
+    group: str
+
+
+def cell_role(model: str, dataset: str, transform: str) -> Role | None:
+    """The role of an oracle or embedded-model cell (lab cells: ``lab_roles``), or None."""
+    oracle = model.startswith("oracle-")
+    if transform == "twin":
+        return Role("negative", f"{model} on twins")
+    if transform != "original":
+        return None
+    if model in KNOW_NO_ROWS:
+        return Role("negative", f"{model} on real files")
+    if dataset == NOVEL and not oracle:
+        return Role("negative", f"{model} on {NOVEL}")
+    if model == "oracle-memorizer" and dataset != NOVEL:
+        return Role("positive", "oracle-memorizer on real files")
+    return None
+
+
+def calibration_cells(runs: pd.DataFrame) -> pd.DataFrame:
+    """Every cell with a role: model, dataset, test, transform, verdict, role, group, run_id."""
+    columns = ["model", "dataset", "test", "transform", "verdict", "role", "group", "run_id"]
+    rows = []
+    for _, run in runs.iterrows():
+        if str(run["model"]).startswith("lab-"):
+            continue
+        role = cell_role(str(run["model"]), str(run["dataset"]), str(run["transform"]))
+        if role is not None:
+            rows.append(
+                {
+                    **{c: run[c] for c in ("model", "dataset", "test", "transform", "verdict")},
+                    "role": role.kind,
+                    "group": role.group,
+                    "run_id": run["run_id"],
+                }
+            )
+    rows += lab_roles(runs)
+    return pd.DataFrame(rows, columns=columns)
+
+
+def lab_roles(runs: pd.DataFrame) -> list[dict]:
+    """The contamination lab's cells: positive where the checkpoint read the dataset."""
+    column = "param.model.lab.setting"
+    if runs.empty or column not in runs:
+        return []
+    rows = []
+    for setting in sorted(runs[column].dropna().unique()):
+        for _, cell in lab_cells(runs, str(setting)).iterrows():
+            seen = int(cell["seen"]) > 0 and int(cell["passes"]) > 0
+            rows.append(
+                {
+                    "model": cell["model"],
+                    "dataset": cell["dataset"],
+                    "test": cell["test"],
+                    "transform": "original",
+                    "verdict": cell["verdict"],
+                    "role": "positive" if seen else "negative",
+                    "group": f"lab {setting}: {'read' if seen else 'never read'}",
+                    "run_id": cell["run_id"],
+                }
+            )
+    return rows
+
+
+def _rate(cells: pd.DataFrame) -> dict[str, object]:
+    """Evidence cells over applicable cells, its interval, and the cells with evidence."""
+    applicable = cells[cells["verdict"] != NOT_APPLICABLE]
+    hits = applicable[applicable["verdict"] == EVIDENCE]
+    low, high = clopper_pearson(len(hits), len(applicable))
+    rate = len(hits) / len(applicable) if len(applicable) else float("nan")
+    named = [
+        f"{r.model} × {r.dataset}" + (" (twin)" if r.transform == "twin" else "")
+        for r in hits.itertuples()
+    ]
+    return {
+        "evidence": len(hits),
+        "applicable": len(applicable),
+        "not_applicable": len(cells) - len(applicable),
+        "rate": rate,
+        "low": low,
+        "high": high,
+        "cells": "; ".join(sorted(named)),
+    }
+
+
+def calibration_frame(cells: pd.DataFrame, tests: Sequence[str] = ROWS_SEEN) -> pd.DataFrame:
+    """One row per test: false-positive rate on the negatives, true-positive rate on the
+    positives, each with its interval, counts and the cells with evidence."""
+    rows = []
+    for test in tests:
+        mine = cells[cells["test"] == test]
+        if mine.empty:
+            continue
+        negative = _rate(mine[mine["role"] == "negative"])
+        positive = _rate(mine[mine["role"] == "positive"])
+        rows.append(
+            {
+                "test": test,
+                "FPR": _share(negative),
+                "FPR 95% CI": _interval(negative),
+                "false positives": negative["cells"] or "-",
+                "TPR": _share(positive),
+                "TPR 95% CI": _interval(positive),
+                "negatives n/a": negative["not_applicable"],
+                "positives n/a": positive["not_applicable"],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def group_frame(cells: pd.DataFrame, tests: Sequence[str]) -> pd.DataFrame:
+    """Evidence cells / applicable cells per test and per group of cells."""
+    if cells.empty:
+        return pd.DataFrame()
+    table = {}
+    for group in sorted(cells["group"].unique()):
+        column = {}
+        for test in tests:
+            rate = _rate(cells[(cells["group"] == group) & (cells["test"] == test)])
+            column[test] = f"{rate['evidence']}/{rate['applicable']}" if rate["applicable"] else "-"
+        table[group] = column
+    return pd.DataFrame(table).reindex(list(tests)).rename_axis("test").reset_index()
+
+
+def _share(rate: dict[str, object]) -> str:
+    if not rate["applicable"]:
+        return "-"
+    return f"{rate['evidence']}/{rate['applicable']} = {rate['rate']:.2f}"
+
+
+def _interval(rate: dict[str, object]) -> str:
+    if not rate["applicable"]:
+        return "-"
+    return f"[{rate['low']:.2f}, {rate['high']:.2f}]"
+
+
+def calibration_tables(runs: pd.DataFrame) -> list[ReportTable]:
+    """The calibration tables the runs fill: rows-seen rates, then the rates per group for the
+    tests of rows seen and of knowledge. Empty when no run has a role."""
+    cells = calibration_cells(runs)
+    if cells.empty:
+        return []
+    run_ids = sorted(cells["run_id"])
+    return [
+        ReportTable(
+            name="calibration",
+            title="Calibration: false- and true-positive rates of the tests of rows seen",
+            frame=calibration_frame(cells),
+            footnotes=[
+                "FPR: cells with evidence / applicable negative cells (reference models that "
+                "know no rows on real files, any model on twins, language models on "
+                "synthetic-novel, lab checkpoints on datasets they never read). TPR: the same "
+                "on positive cells (the memorizer on real files, lab checkpoints on datasets "
+                "they read). Intervals: Clopper-Pearson 95%. Method: docs/calibration.md.",
+            ],
+            run_ids=run_ids,
+        ),
+        ReportTable(
+            name="calibration_groups",
+            title="Calibration: evidence cells / applicable cells per group of cells",
+            frame=group_frame(cells, [*ROWS_SEEN, *KNOWLEDGE]),
+            footnotes=[
+                "Tests of knowledge (the last rows) are expected to find the learner and the "
+                "marginal oracle, which know names and distributions; evidence there from the "
+                "null model would be a false positive.",
+            ],
+            run_ids=run_ids,
+        ),
+    ]
+
+
+def write_calibration(tracking_uri: str, out: Path) -> list[Path]:
+    """Read the calibration grid's and the lab's runs; write the tables and every cell."""
+    from tabmem.report.runs import load_runs
+
+    if tracking_uri.startswith("sqlite:///") and not Path(tracking_uri[10:]).is_file():
+        raise TabmemError(
+            f"No MLflow store at {tracking_uri[10:]}; run the grid first (make calibrate, "
+            "or python run.py +grid=calibrate) or pass --tracking-uri."
+        )
+    runs = load_runs(tracking_uri)
+    runs = runs[
+        (runs["experiment"] == CALIBRATION_EXPERIMENT) | runs["experiment"].str.startswith("lab-")
+    ]
+    tables = calibration_tables(runs)
+    if not tables:
+        raise TabmemError(
+            f"The store has no finished cells of the '{CALIBRATION_EXPERIMENT}' experiment; "
+            "run python run.py +grid=calibrate first."
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    written = [path for table in tables for path in write_table(table, out)]
+    cells = out / "calibration_cells.csv"
+    calibration_cells(runs).to_csv(cells, index=False)
+    return [*written, cells]

@@ -1,0 +1,227 @@
+"""A data-only model of a table's conditional distributions: the values of similar rows.
+
+Given some of a row's values, the model finds the ``k`` most similar rows of the file (a
+weighted Gower distance over the given columns, each column weighted by how much it tells
+about the asked one) and reads the asked column's values off those neighbours: their most
+frequent value is the greedy answer, one of them drawn at random a sample, their frequencies a
+score. It is what a model that knows the data's joint distribution, but has read none of the
+rows it is asked about, could answer.
+
+It never answers from the rows asked about: rows that agree with *every* given value could be
+the queried row, so when there are at most ``k`` of them they are left out (``protect``) and
+the answer comes from the nearest rows that differ. With more than ``k`` such rows the given
+values describe a group, not a row, and the answer is that group's distribution, of which the
+queried row is one member of many. ``exclude`` leaves out rows a caller knows are asked about.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from tabmem.data.association import coarse_codes, information_share
+from tabmem.data.values import normalize_value
+
+MIN_WEIGHT = 0.05
+"""The least weight a given column keeps in the distance, however little it tells."""
+DISCRETE_VALUES = 30
+"""A column with at most this many distinct values is answered by its most frequent value
+among the neighbours; one with more (a measurement) by the neighbours' median."""
+
+
+def _float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        return math.nan
+    return number if math.isfinite(number) else math.nan
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column as the model reads it: normalized values, codes, numbers where numeric."""
+
+    values: tuple[str, ...]
+    book: dict[str, int]
+    codes: np.ndarray
+    numbers: np.ndarray | None
+    span: float
+
+    @classmethod
+    def of(cls, values: Sequence[str]) -> Column:
+        normalized = tuple(normalize_value(v) for v in values)
+        book: dict[str, int] = {}
+        codes = np.array([book.setdefault(v, len(book)) for v in normalized], dtype=np.int64)
+        present = [v for v in normalized if v != ""]
+        numbers = None
+        span = 0.0
+        if present and all(not math.isnan(_float(v)) for v in present):
+            numbers = np.array([_float(v) if v != "" else math.nan for v in normalized])
+            finite = numbers[~np.isnan(numbers)]
+            span = float(finite.max() - finite.min())
+        return cls(normalized, book, codes, numbers, span)
+
+    @property
+    def discrete(self) -> bool:
+        return self.numbers is None or len(set(self.values)) <= DISCRETE_VALUES
+
+    def equal(self, value: str) -> np.ndarray:
+        """Per row, whether this column's value equals ``value`` (compared normalized)."""
+        return self.codes == self.book.get(normalize_value(value), -1)
+
+    def distance(self, value: str) -> np.ndarray:
+        """Per row, the Gower distance of this column's value to ``value`` (0 to 1)."""
+        value = normalize_value(value)
+        if self.numbers is None or self.span == 0.0:
+            return (~self.equal(value)).astype(float)
+        number = _float(value)
+        if math.isnan(number):
+            return np.where(np.isnan(self.numbers), 0.0, 1.0)
+        gap = np.abs(self.numbers - number) / self.span
+        return np.where(np.isnan(self.numbers), 1.0, np.minimum(gap, 1.0))
+
+
+class NeighbourModel:
+    """The conditional distributions of a table (rows of value strings), by nearest rows."""
+
+    def __init__(self, rows: Sequence[Sequence[str]], k: int | None = None) -> None:
+        if not rows:
+            raise ValueError("a neighbour model needs at least one row")
+        width = len(rows[0])
+        self.n_rows = len(rows)
+        self.columns = [Column.of([row[j] for row in rows]) for j in range(width)]
+        self.k = k or max(10, round(math.sqrt(self.n_rows)))
+
+    @cached_property
+    def _binned(self) -> list[np.ndarray]:
+        return [coarse_codes(column.values) for column in self.columns]
+
+    def weight(self, given: int, target: int) -> float:
+        """How much column ``given`` counts in the distance when column ``target`` is asked."""
+        return max(MIN_WEIGHT, self._weights(target)[given])
+
+    def _weights(self, target: int) -> list[float]:
+        cache = self.__dict__.setdefault("_weight_cache", {})
+        if target not in cache:
+            binned = self._binned
+            cache[target] = [information_share(b, binned[target]) for b in binned]
+        return cache[target]
+
+    def matching(self, given: Mapping[int, str]) -> np.ndarray:
+        """Rows that agree with every given value."""
+        agree = np.ones(self.n_rows, dtype=bool)
+        for j, value in given.items():
+            agree &= self.columns[j].equal(value)
+        return agree
+
+    def usable(self, given: Mapping[int, str]) -> dict[int, str]:
+        """The given values the model can use: a value that none of its column's rows has is
+        dropped (a mask such as ``[hidden]``), unless the column holds numbers and it is one."""
+        kept = {}
+        for j, value in given.items():
+            column = self.columns[j]
+            known = normalize_value(value) in column.book
+            if known or (column.numbers is not None and not math.isnan(_float(value))):
+                kept[j] = value
+        return kept
+
+    def neighbours(
+        self,
+        target: int,
+        given: Mapping[int, str],
+        exclude: Collection[int] = (),
+        protect: bool = True,
+        among: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Indices of the rows closest to the given values (all rows tied at the ``k``-th
+        distance included), chosen ``among`` a mask of rows (default all), without
+        ``exclude`` and, with ``protect``, without the few rows that agree with every given
+        value. Given values the model cannot use (``usable``) are ignored."""
+        given = {j: v for j, v in self.usable(given).items() if j != target}
+        allowed = np.ones(self.n_rows, dtype=bool) if among is None else among.copy()
+        allowed[list(exclude)] = False
+        if protect and given:
+            agree = self.matching(given) & allowed
+            if agree.sum() <= self.k:
+                allowed &= ~agree
+        candidates = np.flatnonzero(allowed)
+        if not given or candidates.size <= self.k:
+            return candidates
+        distance = np.zeros(candidates.size)
+        for j, value in given.items():
+            distance += self.weight(j, target) * self.columns[j].distance(value)[candidates]
+        cutoff = np.partition(distance, self.k - 1)[self.k - 1]
+        return candidates[distance <= cutoff]
+
+    @cached_property
+    def _frequencies(self) -> list[Counter]:
+        return [Counter(column.values) for column in self.columns]
+
+    def pick(
+        self,
+        target: int,
+        given: Mapping[int, str],
+        rng: random.Random | None = None,
+        exclude: Collection[int] = (),
+        protect: bool = True,
+        among: np.ndarray | None = None,
+    ) -> int | None:
+        """A neighbour row whose value of column ``target`` is the answer: without ``rng`` the
+        most likely value (the neighbours' most frequent one, or for a measurement their
+        median), with ``rng`` a neighbour drawn at random. None when no row is left."""
+        rows = self.neighbours(target, given, exclude, protect, among).tolist()
+        if not rows:
+            return None
+        if rng is not None:
+            return rng.choice(rows)
+        column = self.columns[target]
+        present = [i for i in rows if column.values[i] != ""]
+        if not column.discrete and len(present) * 2 > len(rows):
+            ordered = sorted(present, key=lambda i: (_float(column.values[i]), i))
+            return ordered[(len(ordered) - 1) // 2]
+        counts = Counter(column.values[i] for i in rows)
+        overall = self._frequencies[target]
+        best = max(counts, key=lambda v: (counts[v], overall[v], v))
+        return next(i for i in rows if column.values[i] == best)
+
+    def greedy(
+        self,
+        target: int,
+        given: Mapping[int, str],
+        exclude: Collection[int] = (),
+        protect: bool = True,
+    ) -> str:
+        """The most likely value of column ``target`` (normalized) given the other values."""
+        row = self.pick(target, given, exclude=exclude, protect=protect)
+        return "" if row is None else self.columns[target].values[row]
+
+    def log_score(
+        self,
+        target: int,
+        value: str,
+        given: Mapping[int, str],
+        exclude: Collection[int] = (),
+        protect: bool = True,
+    ) -> float:
+        """How likely ``value`` is for column ``target`` given the other values (a log
+        probability for discrete columns, a log kernel density for measurements)."""
+        value = normalize_value(value)
+        column = self.columns[target]
+        values = [column.values[i] for i in self.neighbours(target, given, exclude, protect)]
+        if column.discrete or value == "" or math.isnan(_float(value)):
+            overall = self._frequencies[target]
+            prior = (overall[value] + 1) / (self.n_rows + len(overall))
+            return math.log((values.count(value) + prior) / (len(values) + 1))
+        numbers = np.array([_float(v) for v in values if v != ""])
+        if numbers.size == 0:
+            return math.log(1e-300)
+        bandwidth = max(float(numbers.std()) * numbers.size**-0.2, column.span / 1000, 1e-12)
+        z = (numbers - _float(value)) / bandwidth
+        density = float(np.exp(-0.5 * z * z).mean()) / (bandwidth * math.sqrt(2 * math.pi))
+        return math.log(max(density, 1e-300))
