@@ -16,6 +16,7 @@ from tabmem.cell import Cell, cell_params, config_hash
 from tabmem.data import load_dataset
 from tabmem.data.registry import resolve_path, spec_from_config
 from tabmem.data.transforms import apply_transform
+from tabmem.data.twin import twin_info
 from tabmem.errors import DatasetError, ProviderError, TabmemError
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
@@ -215,6 +216,7 @@ def _run_pending(
                     TestContext(dataset=dataset, model=model, params=test_cfg, seed=int(cfg.seed))
                 )
                 raise_if_every_query_failed(result)
+                result.info.update(twin_info(dataset))
             except Exception as exc:
                 outcomes.append(
                     _log_failure(store, cell, params, suite, job_dir, resolved_yaml, exc, console)

@@ -65,6 +65,11 @@ def twin_rows(table: RawTable, rng: np.random.Generator) -> tuple[list[list[str]
 def twin_of(dataset: Dataset, seed: int) -> Dataset:
     """The dataset's twin for ``seed``, under the dataset's name (models are told it is the
     dataset they may know: the hardest case for a test of rows seen)."""
+    if dataset.spec.kind == "series":
+        raise DatasetError(
+            f"Dataset '{dataset.name}' is a time series: a twin draws rows independently, "
+            "which would lose the order the series tests read; use a tabular dataset."
+        )
     table = RawTable.from_dataset(dataset)
     if not table.rows:
         raise DatasetError(f"Dataset '{dataset.name}' has no data rows to draw a twin from.")
@@ -81,3 +86,12 @@ def twin_of(dataset: Dataset, seed: int) -> Dataset:
     }
     extra = {**dataset.spec.extra, "transform": "twin", "twin": record}
     return Dataset(spec=replace(dataset.spec, extra=extra), path=dataset.path, text=text)
+
+
+def twin_info(dataset: Dataset) -> dict[str, object]:
+    """What a run records of a twin: its sha256 (a tag) and the fitted model (result.yaml);
+    nothing for a dataset that is no twin."""
+    record = dataset.spec.extra.get("twin")
+    if not record:
+        return {}
+    return {"twin_sha256": record["sha256"], "twin_model": record}

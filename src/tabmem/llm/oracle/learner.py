@@ -132,7 +132,7 @@ class LearnerOracle(Oracle):
             return ""
         known = self._knowledge(table)
         fixed = known.given(found.pairs) if found else {}
-        values = self._row(known, fixed, rng, None, (), None)
+        values = self._row(known, fixed, rng, rng, (), None)
         clean = [_clean(v) for v in values]
         return table.observation(clean, found.style if found else _DEFAULT_STYLE)
 
