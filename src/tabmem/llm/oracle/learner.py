@@ -72,9 +72,7 @@ class _Knowledge:
 
     def given(self, pairs: Sequence[_Pair], skip: str | None = None) -> dict[int, str]:
         """The prompt's ``Name = value`` pairs as column index -> value."""
-        return {
-            self.table.column(p.name): p.value for p in pairs if p.value and p.name != skip
-        }
+        return {self.table.column(p.name): p.value for p in pairs if p.value and p.name != skip}
 
     def starting_with(self, column: int, typed: str) -> np.ndarray | None:
         """Rows whose raw field in ``column`` begins with ``typed`` (None: any row will do)."""
