@@ -105,3 +105,65 @@ def test_no_unique_feature_is_not_applicable_with_a_reason():
 def test_unknown_feature_is_a_clear_error():
     with pytest.raises(ConfigError, match="no feature 'weight'"):
         run(feature="weight")
+
+
+def post_text() -> str:
+    """300 letters: in 50 cities every letter has the city's zip, in 50 others each letter has
+    its own; a street unique to each letter; a floor count."""
+    rng = random.Random(8)
+    lines = ["city,zip,street,floors"]
+    for i in range(300):
+        city = i % 100
+        zip_code = 10_000 + city if city < 50 else 20_000 + i
+        lines.append(f"C{city:03d},{zip_code},S{i:04d},{rng.randint(1, 9)}")
+    return "\n".join(lines) + "\n"
+
+
+def run_oracle(oracle_class, text, **params):
+    from tabmem.llm.oracle import last_user_text
+
+    class InProcess:
+        identity = {"provider": "test", "model": oracle_class.model_name}
+
+        def __init__(self, dataset):
+            self.oracle = oracle_class([dataset])
+
+        def chat(self, messages, params):
+            prompt = last_user_text(messages) or ""
+            return self.oracle.generate(prompt, params.max_tokens, params.stop, 0, chat=True)
+
+        def count_tokens(self, text):
+            return None
+
+        def tokenize(self, text):
+            return None
+
+        def close(self):
+            pass
+
+    dataset = Dataset(spec=DatasetSpec(name="post"), path=Path("post.csv"), text=text)
+    model = LanguageModel(InProcess(dataset), "oracle", show_progress=False)
+    settings = {"few_shot_pool": [], "n_queries": 40, **params}
+    return run_feature_completion_test(TestContext(dataset, model, settings, seed=4))
+
+
+def test_a_value_the_other_features_give_away_is_in_the_baseline():
+    from tabmem.llm.oracle import LearnerOracle, MemorizerOracle
+
+    learned = run_oracle(LearnerOracle, post_text(), feature="zip")
+    assert 0.35 <= learned.metrics["baseline_predictor"] <= 0.65  # half the zips follow the city
+    assert learned.rate == pytest.approx(learned.metrics["baseline_predictor"])
+    assert learned.verdict is Verdict.NO_EVIDENCE, learned.reason
+    recalled = run_oracle(MemorizerOracle, post_text(), feature="zip")
+    assert recalled.rate == 1.0
+    assert recalled.verdict is Verdict.EVIDENCE, recalled.reason
+
+
+def test_a_feature_the_others_predict_too_well_is_not_applicable():
+    text = "city,zip,floors\n" + "".join(
+        f"C{i % 100:03d},{10_000 + i % 100},{i % 7}\n" for i in range(300)
+    )
+    result = run_oracle(__import__("tabmem.llm.oracle").llm.oracle.LearnerOracle, text, feature="zip")
+    assert result.verdict is Verdict.NOT_APPLICABLE
+    assert "baseline already gets zip right" in result.reason
+    assert result.info["predictor_accuracy"] == 1.0

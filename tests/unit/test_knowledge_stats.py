@@ -67,12 +67,28 @@ def test_known_value_share_per_column():
 def test_number_formats_need_the_file_decimals_and_style():
     ages = feature_format("age", ["41.0", "21.0", ""])
     assert ages.kind == "numeric"
-    assert ages.matches("7.0") and ages.matches("")
+    assert ages.matches("27.0") and ages.matches("")
+    assert not ages.matches("7.0")  # one digit before the point: no age of the file has it
     assert not ages.matches("41") and not ages.matches("41.00") and not ages.matches("old")
-    wine = feature_format("phenols", [".28", ".3"])
+    wine = feature_format("phenols", [".28", ".3", ".56"])
     assert wine.matches(".5") and not wine.matches("0.5")
-    assert number_shape("-122.23") == (2, False)
+    assert number_shape("-122.23") == (3, 2, False)
+    assert number_shape("007") == (1, 0, False)
     assert number_shape("1e5") is None
+
+
+def test_a_number_that_only_looks_plausible_is_not_in_the_files_format():
+    rooms = feature_format("total_rooms", ["880.0", "7099.0", "1467.0", "12.0"])
+    assert rooms.matches("1106.0") and rooms.matches("99.0")
+    assert not rooms.matches("4074.1")  # every value of the file ends in .0
+    assert not rooms.matches("88000.0")  # five digits before the point: never in the file
+    assert not rooms.matches("7.0")  # one digit: never in the file
+    prices = feature_format("value", ["452600.0", "358500.0", "14999.0"])
+    assert prices.zeros == 1 and not prices.matches("452601.5")
+    sepal = feature_format("sepal_length", ["4.3", "5.1", "7.9", "6"])
+    assert sepal.matches("5.8") and sepal.matches("7")
+    assert not sepal.matches("8.4") and not sepal.matches("3.9")  # outside the file's range
+    assert sepal.describe() == "number from 4.3 to 7.9 with 0/1 decimals"
 
 
 def test_categories_need_exact_spelling_and_text_needs_a_known_shape():

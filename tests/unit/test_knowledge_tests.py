@@ -12,7 +12,13 @@ from matplotlib.figure import Figure
 
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.llm.client import LanguageModel
-from tabmem.llm.oracle import MarginalOracle, MemorizerOracle, NullOracle, last_user_text
+from tabmem.llm.oracle import (
+    LearnerOracle,
+    MarginalOracle,
+    MemorizerOracle,
+    NullOracle,
+    last_user_text,
+)
 from tabmem.results import TestResult, Verdict
 from tabmem.tests.base import TestContext, get_test
 
@@ -110,6 +116,7 @@ ORACLES = {
     "memorizer": MemorizerOracle([ORCHARD]),
     "marginal": MarginalOracle([ORCHARD]),
     "null": NullOracle([ORCHARD]),
+    "learner": LearnerOracle([ORCHARD]),
 }
 
 
@@ -134,16 +141,20 @@ def assert_loggable(result: TestResult) -> None:
 @pytest.mark.parametrize(
     ("test", "expected"),
     [
-        ("feature_names", ("evidence", "evidence", "no_evidence")),
-        ("dataset_name", ("evidence", "evidence", "no_evidence")),
-        ("feature_values", ("evidence", "evidence", "no_evidence")),
-        ("feature_distribution", ("evidence", "evidence", "no_evidence")),
-        ("sample", ("evidence", "no_evidence", "no_evidence")),
-        ("conditional_distribution", ("evidence", "no_evidence", "no_evidence")),
-        ("conditional_completion", ("evidence", "no_evidence", "no_evidence")),
+        ("feature_names", ("evidence", "evidence", "no_evidence", "evidence")),
+        ("dataset_name", ("evidence", "evidence", "no_evidence", "evidence")),
+        ("feature_values", ("evidence", "evidence", "no_evidence", "evidence")),
+        ("feature_distribution", ("evidence", "evidence", "no_evidence", "ambiguous")),
+        ("sample", ("evidence", "no_evidence", "no_evidence", "ambiguous")),
+        ("conditional_distribution", ("evidence", "no_evidence", "no_evidence", "evidence")),
+        ("conditional_completion", ("evidence", "no_evidence", "no_evidence", "no_evidence")),
     ],
 )
 def test_reference_models_get_the_verdicts_their_knowledge_allows(test, expected):
+    """Memorizer, marginal, null, learner: the learner knows how values go together but no
+    row, so the tests of knowledge find it and the tests of rows seen must not. (Its 40 draws
+    agree with 3 of the 5 modes, p=0.02; they copy no row, but lie closer to real rows than
+    real rows lie to each other: the sample test's weak, ``ambiguous``-only signal.)"""
     found = verdicts(test)
     assert tuple(found[name].value for name in ORACLES) == expected, found
 
@@ -186,7 +197,8 @@ def test_null_samples_are_counted_as_invalid_not_failed():
 def test_feature_values_and_distribution_tables():
     values = run("feature_values", "marginal")
     table = values.tables["feature_formats.json"].set_index("feature")
-    assert table.loc["width", "format"] == "number with 1 decimals"
+    assert table.loc["width", "format"].startswith("number from ")
+    assert table.loc["width", "format"].endswith(" with 1 decimals")
     assert table.loc["kind", "kind"] == "categorical"
     assert (table["rate"] == 1.0).all()
     modes = run("feature_distribution", "marginal").tables["feature_modes.json"]
@@ -247,3 +259,28 @@ def test_the_same_seed_gives_the_same_queries():
     first, second = run("sample", "marginal"), run("sample", "marginal")
     assert [r.prompt for r in first.records] == [r.prompt for r in second.records]
     assert [r.completion for r in first.records] == [r.completion for r in second.records]
+
+
+class PlausibleBackend(InProcessOracle):
+    """Writes orchard-like observations: right categories, numbers with the right decimals but
+    drawn from a plausible-looking range, not the file's."""
+
+    def __init__(self) -> None:
+        super().__init__(NullOracle([ORCHARD]))
+
+    def _answer(self, prompt, params, chat):
+        rng = random.Random(f"{params.seed}:{prompt}")
+        return (
+            f"tag = T{rng.randint(1000, 9999)}, kind = apple, soil = loam, "
+            f"age = {rng.randint(1, 99)}, height = {rng.uniform(0, 40):.2f}, "
+            f"width = {rng.uniform(0, 30):.1f}"
+        )
+
+
+def test_feature_values_separates_knowing_the_file_from_writing_plausible_numbers():
+    knows = run("feature_values", "learner")
+    guesses = run("feature_values", backend=PlausibleBackend())
+    assert knows.verdict is Verdict.EVIDENCE, knows.reason
+    assert guesses.verdict is not Verdict.EVIDENCE, guesses.reason
+    rates = guesses.tables["feature_formats.json"].set_index("feature")["rate"]
+    assert rates["kind"] == 1.0 and rates["width"] < 0.6

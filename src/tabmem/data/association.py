@@ -21,10 +21,12 @@ def _number(value: str) -> float:
     return number if math.isfinite(number) else math.nan
 
 
-def coarse_codes(values: Sequence[str], n_bins: int = 10) -> np.ndarray:
-    """A column of normalized values as at most ``n_bins`` + 1 integer codes: quantile bins of
-    a numeric column with many values (missing values in a code of their own), else its
-    ``n_bins`` most frequent values and one code for all others."""
+def coarse_codes(
+    values: Sequence[str], n_bins: int = 10, max_categories: int | None = None
+) -> np.ndarray:
+    """A column of normalized values as integer codes: quantile bins of a numeric column with
+    more than ``n_bins`` values (missing values in a code of their own), else its
+    ``max_categories`` (default ``n_bins``) most frequent values and one code for all others."""
     present = [v for v in values if v != ""]
     distinct = set(values)
     if present and len(distinct) > n_bins and all(not math.isnan(_number(v)) for v in present):
@@ -33,8 +35,9 @@ def coarse_codes(values: Sequence[str], n_bins: int = 10) -> np.ndarray:
         edges = np.unique(np.quantile(finite, np.linspace(0, 1, n_bins + 1)[1:-1]))
         binned = np.searchsorted(edges, numbers, side="right")
         return np.where(np.isnan(numbers), n_bins, binned)
-    top = {value: code for code, (value, _) in enumerate(Counter(values).most_common(n_bins))}
-    return np.array([top.get(v, n_bins) for v in values], dtype=np.int64)
+    keep = max_categories or n_bins
+    top = {value: code for code, (value, _) in enumerate(Counter(values).most_common(keep))}
+    return np.array([top.get(v, keep) for v in values], dtype=np.int64)
 
 
 def _entropy(codes: np.ndarray) -> float:
@@ -52,3 +55,12 @@ def information_share(given: np.ndarray, target: np.ndarray) -> float:
     joint = given * (int(target.max()) + 1) + target
     mutual = _entropy(given) + h_target - _entropy(joint)
     return max(0.0, min(1.0, mutual / h_target))
+
+
+def relevance(given: np.ndarray, target: np.ndarray) -> float:
+    """How much a coded column tells about another, corrected for chance (adjusted mutual
+    information, 0 when it tells nothing): a column of many categories, each in few rows,
+    shares much information with anything by chance alone, and this does not count it."""
+    from sklearn.metrics import adjusted_mutual_info_score
+
+    return max(0.0, float(adjusted_mutual_info_score(target, given)))

@@ -3,9 +3,13 @@
 Three kinds of feature, read from the file's own values (stripped of surrounding whitespace):
 
 - **numeric**: every non-empty value is a plain decimal number. A sampled value has the format
-  when it is a plain number whose shape (digits after the point, and whether a fraction is
-  written ``.5`` or ``0.5``) occurs in the file: ``41.0`` is not the format of a column of
-  ``41``, and ``41`` is not that of a column of ``41.0``.
+  when it is a plain number whose shape — digits before the point, digits after it, and whether
+  a fraction is written ``.5`` or ``0.5`` — occurs in the file, whose trailing zeros are at
+  least as many as every value of the file has (a column of ``880.0``, ``7099.0`` never ends in
+  another digit; prices in hundreds keep their ``00``), and which lies within the file's range.
+  ``41.0`` is not the format of a column of ``41``, ``41`` not that of ``41.0``, ``4074.1`` not
+  that of a column whose values all end in ``.0``, and ``53.7`` not that of a column of sepal
+  lengths from ``4.3`` to ``7.9``: a number that merely looks plausible fails.
 - **categorical**: at most ``max_categories`` distinct values. A sampled value has the format
   when it is one of them, spelled exactly (case included).
 - **text**: more distinct values (names, tickets, cabins). A sampled value has the format when
@@ -26,15 +30,22 @@ _LETTERS = re.compile(r"[^\W\d_]+")
 _DIGITS = re.compile(r"\d+")
 
 
-def number_shape(text: str) -> tuple[int, bool] | None:
-    """(digits after the point, fraction written without a leading digit), or None when
-    ``text`` is not a plain decimal number."""
+def number_shape(text: str) -> tuple[int, int, bool] | None:
+    """(digits before the point without leading zeros, digits after it, fraction written
+    without a leading digit), or None when ``text`` is not a plain decimal number."""
     match = _NUMBER.fullmatch(text)
     if match is None or not any(ch.isdigit() for ch in text):
         return None
     fraction = match["fraction"]
     decimals = len(fraction) if fraction is not None else 0
-    return decimals, fraction is not None and match["whole"] == ""
+    whole = len(match["whole"].lstrip("0"))
+    return whole, decimals, fraction is not None and match["whole"] == ""
+
+
+def trailing_zeros(text: str) -> int:
+    """Zeros at the end of a plain number's digits (``880.0`` has 2, ``452600`` has 2)."""
+    digits = "".join(ch for ch in text if ch.isdigit()).lstrip("0")
+    return len(digits) - len(digits.rstrip("0"))
 
 
 def text_shape(text: str) -> str:
@@ -44,19 +55,28 @@ def text_shape(text: str) -> str:
 
 @dataclass(frozen=True)
 class FeatureFormat:
-    """What a feature's values look like in the file."""
+    """What a feature's values look like in the file; numeric features also keep their range
+    and the fewest trailing zeros any of their values has."""
 
     name: str
     kind: str
     allows_empty: bool
     allowed: frozenset
+    low: float = 0.0
+    high: float = 0.0
+    zeros: int = 0
 
     def matches(self, value: str) -> bool:
         """Whether a sampled value (already stripped) has this feature's format."""
         if value == "":
             return self.allows_empty
         if self.kind == "numeric":
-            return number_shape(value) in self.allowed
+            shape = number_shape(value)
+            return (
+                shape in self.allowed
+                and trailing_zeros(value) >= self.zeros
+                and self.low <= float(value) <= self.high
+            )
         if self.kind == "categorical":
             return value in self.allowed
         return text_shape(value) in self.allowed
@@ -64,8 +84,12 @@ class FeatureFormat:
     def describe(self) -> str:
         """The format in a few words, for tables."""
         if self.kind == "numeric":
-            decimals = sorted({d for d, _ in self.allowed})
-            return f"number with {'/'.join(map(str, decimals))} decimals"
+            decimals = sorted({d for _, d, _ in self.allowed})
+            zeros = f", ending in {self.zeros} zero(s)" if self.zeros else ""
+            return (
+                f"number from {self.low:g} to {self.high:g} with "
+                f"{'/'.join(map(str, decimals))} decimals{zeros}"
+            )
         if self.kind == "categorical":
             return f"one of {len(self.allowed)} categories"
         return f"text in one of {len(self.allowed)} shapes"
@@ -77,7 +101,11 @@ def feature_format(name: str, values: Sequence[str], max_categories: int = 50) -
     allows_empty = len(present) < len(values)
     shapes = {number_shape(v) for v in present}
     if present and None not in shapes:
-        return FeatureFormat(name, "numeric", allows_empty, frozenset(shapes))
+        numbers = [float(v) for v in present]
+        zeros = min(trailing_zeros(v) for v in present)
+        return FeatureFormat(
+            name, "numeric", allows_empty, frozenset(shapes), min(numbers), max(numbers), zeros
+        )
     distinct = frozenset(present)
     if len(distinct) <= max_categories:
         return FeatureFormat(name, "categorical", allows_empty, distinct)

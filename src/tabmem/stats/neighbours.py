@@ -2,10 +2,11 @@
 
 Given some of a row's values, the model finds the ``k`` most similar rows of the file (a
 weighted Gower distance over the given columns, each column weighted by how much it tells
-about the asked one) and reads the asked column's values off those neighbours: their most
-frequent value is the greedy answer, one of them drawn at random a sample, their frequencies a
-score. It is what a model that knows the data's joint distribution, but has read none of the
-rows it is asked about, could answer.
+about the asked one: adjusted mutual information, at least ``MIN_WEIGHT``) and reads the
+asked column's values off those neighbours: their most frequent value is the greedy answer,
+one of them drawn at random a sample, their frequencies a score. It is what a model that
+knows the data's joint distribution, but has read none of the rows it is asked about, could
+answer.
 
 It never answers from the rows asked about: rows that agree with *every* given value could be
 the queried row, so when there are at most ``k`` of them they are left out (``protect``) and
@@ -25,11 +26,15 @@ from functools import cached_property
 
 import numpy as np
 
-from tabmem.data.association import coarse_codes, information_share
+from tabmem.data.association import coarse_codes, relevance
 from tabmem.data.values import normalize_value
 
 MIN_WEIGHT = 0.05
 """The least weight a given column keeps in the distance, however little it tells."""
+VOTE_SOFTENING = 0.05
+"""A neighbour at distance d votes 1 / (d + 0.05): the nearest count most, none counts alone."""
+MAX_CATEGORIES = 200
+"""Categories beyond a column's 200 most frequent share one code when weighing columns."""
 DISCRETE_VALUES = 30
 """A column with at most this many distinct values is answered by its most frequent value
 among the neighbours; one with more (a measurement) by the neighbours' median."""
@@ -100,7 +105,7 @@ class NeighbourModel:
 
     @cached_property
     def _binned(self) -> list[np.ndarray]:
-        return [coarse_codes(column.values) for column in self.columns]
+        return [coarse_codes(c.values, max_categories=MAX_CATEGORIES) for c in self.columns]
 
     def weight(self, given: int, target: int) -> float:
         """How much column ``given`` counts in the distance when column ``target`` is asked."""
@@ -110,7 +115,7 @@ class NeighbourModel:
         cache = self.__dict__.setdefault("_weight_cache", {})
         if target not in cache:
             binned = self._binned
-            cache[target] = [information_share(b, binned[target]) for b in binned]
+            cache[target] = [relevance(b, binned[target]) for b in binned]
         return cache[target]
 
     def matching(self, given: Mapping[int, str]) -> np.ndarray:
@@ -138,9 +143,9 @@ class NeighbourModel:
         exclude: Collection[int] = (),
         protect: bool = True,
         among: np.ndarray | None = None,
-    ) -> np.ndarray:
-        """Indices of the rows closest to the given values (all rows tied at the ``k``-th
-        distance included), chosen ``among`` a mask of rows (default all), without
+    ) -> Neighbours:
+        """The rows closest to the given values (all rows tied at the ``k``-th distance
+        included) and their votes, chosen ``among`` a mask of rows (default all), without
         ``exclude`` and, with ``protect``, without the few rows that agree with every given
         value. Given values the model cannot use (``usable``) are ignored."""
         given = {j: v for j, v in self.usable(given).items() if j != target}
@@ -151,13 +156,13 @@ class NeighbourModel:
             if agree.sum() <= self.k:
                 allowed &= ~agree
         candidates = np.flatnonzero(allowed)
-        if not given or candidates.size <= self.k:
-            return candidates
         distance = np.zeros(candidates.size)
         for j, value in given.items():
             distance += self.weight(j, target) * self.columns[j].distance(value)[candidates]
-        cutoff = np.partition(distance, self.k - 1)[self.k - 1]
-        return candidates[distance <= cutoff]
+        if candidates.size > self.k:
+            keep = distance <= np.partition(distance, self.k - 1)[self.k - 1]
+            candidates, distance = candidates[keep], distance[keep]
+        return Neighbours(candidates, 1.0 / (distance + VOTE_SOFTENING))
 
     @cached_property
     def _frequencies(self) -> list[Counter]:
@@ -173,21 +178,25 @@ class NeighbourModel:
         among: np.ndarray | None = None,
     ) -> int | None:
         """A neighbour row whose value of column ``target`` is the answer: without ``rng`` the
-        most likely value (the neighbours' most frequent one, or for a measurement their
-        median), with ``rng`` a neighbour drawn at random. None when no row is left."""
-        rows = self.neighbours(target, given, exclude, protect, among).tolist()
+        most likely value (the one with the most votes; for a measurement the neighbours'
+        weighted median, unless one value is shared by several neighbours and outvotes every
+        other, as a zip code is by the letters of one city), with ``rng`` a neighbour drawn
+        by its vote. None when no row is left."""
+        found = self.neighbours(target, given, exclude, protect, among)
+        rows = found.rows.tolist()
         if not rows:
             return None
         if rng is not None:
-            return rng.choice(rows)
+            return rng.choices(rows, weights=found.votes.tolist())[0]
         column = self.columns[target]
-        present = [i for i in rows if column.values[i] != ""]
-        if not column.discrete and len(present) * 2 > len(rows):
-            ordered = sorted(present, key=lambda i: (_float(column.values[i]), i))
-            return ordered[(len(ordered) - 1) // 2]
+        votes = found.tally(column.values)
         counts = Counter(column.values[i] for i in rows)
+        present = [i for i in rows if column.values[i] != ""]
+        shared = counts[max(votes, key=votes.__getitem__)] >= 2
+        if not column.discrete and len(present) * 2 > len(rows) and not shared:
+            return found.median(column.values, present)
         overall = self._frequencies[target]
-        best = max(counts, key=lambda v: (counts[v], overall[v], v))
+        best = max(votes, key=lambda v: (votes[v], overall[v], v))
         return next(i for i in rows if column.values[i] == best)
 
     def greedy(
@@ -210,18 +219,51 @@ class NeighbourModel:
         protect: bool = True,
     ) -> float:
         """How likely ``value`` is for column ``target`` given the other values (a log
-        probability for discrete columns, a log kernel density for measurements)."""
+        probability for discrete columns, a log kernel density for measurements), from the
+        neighbours' votes."""
         value = normalize_value(value)
         column = self.columns[target]
-        values = [column.values[i] for i in self.neighbours(target, given, exclude, protect)]
+        found = self.neighbours(target, given, exclude, protect)
+        total = float(found.votes.sum())
         if column.discrete or value == "" or math.isnan(_float(value)):
             overall = self._frequencies[target]
             prior = (overall[value] + 1) / (self.n_rows + len(overall))
-            return math.log((values.count(value) + prior) / (len(values) + 1))
-        numbers = np.array([_float(v) for v in values if v != ""])
-        if numbers.size == 0:
+            return math.log((found.tally(column.values).get(value, 0.0) + prior) / (total + 1))
+        keep = [k for k, i in enumerate(found.rows.tolist()) if column.values[i] != ""]
+        if not keep:
             return math.log(1e-300)
-        bandwidth = max(float(numbers.std()) * numbers.size**-0.2, column.span / 1000, 1e-12)
+        numbers = np.array([_float(column.values[found.rows[k]]) for k in keep])
+        weights = found.votes[keep] / found.votes[keep].sum()
+        spread = float(np.sqrt(np.sum(weights * (numbers - np.sum(weights * numbers)) ** 2)))
+        bandwidth = max(spread * numbers.size**-0.2, column.span / 1000, 1e-12)
         z = (numbers - _float(value)) / bandwidth
-        density = float(np.exp(-0.5 * z * z).mean()) / (bandwidth * math.sqrt(2 * math.pi))
+        density = float(np.sum(weights * np.exp(-0.5 * z * z))) / (
+            bandwidth * math.sqrt(2 * math.pi)
+        )
         return math.log(max(density, 1e-300))
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """Neighbour rows and their votes (closer rows vote more)."""
+
+    rows: np.ndarray
+    votes: np.ndarray
+
+    def tally(self, values: Sequence[str]) -> dict[str, float]:
+        """The summed votes of each value the neighbours hold."""
+        tally: dict[str, float] = {}
+        for row, vote in zip(self.rows.tolist(), self.votes.tolist(), strict=True):
+            tally[values[row]] = tally.get(values[row], 0.0) + vote
+        return tally
+
+    def median(self, values: Sequence[str], rows: Sequence[int]) -> int:
+        """The row holding the vote-weighted median of the (numeric) values of ``rows``."""
+        vote = dict(zip(self.rows.tolist(), self.votes.tolist(), strict=True))
+        ordered = sorted(rows, key=lambda i: (_float(values[i]), i))
+        half, seen = sum(vote[i] for i in ordered) / 2, 0.0
+        for row in ordered:
+            seen += vote[row]
+            if seen >= half:
+                return row
+        return ordered[-1]

@@ -1,12 +1,14 @@
 """Conditional completion: given the first features of a real row, is the model's next value one
-that some real row with those first values has?
+that some real row with those first values has — more often than a model of the data's
+distribution, which has not read the row, could manage?
 
 For each feature after the first, ``n_per_feature`` queries show the values of the features
 before it in a random real row, as ``Name = value`` lines, and end with ``Feature =``. The answer
-is *valid* when some real row starts with the shown values and has that value next. Each answer
-is compared with a draw from the feature's marginal distribution, whose chance of being valid
-for the same prefix is computed exactly from the data. Early features have many valid values
-(knowing the distribution suffices); late ones pin the row down (only memory helps).
+is *valid* when some real row starts with the shown values and has that value next. Each query's
+baseline is the better of two answers that need no memory of the row: a draw from the feature's
+marginal distribution (its chance of being valid is computed exactly from the data) and the
+greedy answer of a nearest-neighbour model of the file fitted without the queried row
+(``tabmem.stats.neighbours``) — valid or not, as a model answering at temperature 0 would be.
 """
 
 from __future__ import annotations
@@ -32,8 +34,11 @@ from tabmem.prompts.observations import (
     row_values,
 )
 from tabmem.results import QueryRecord, TestResult, Verdict
+from tabmem.stats.neighbours import NeighbourModel
+from tabmem.stats.paired import against_baseline, query_baselines
 from tabmem.stats.prefixes import PrefixIndex, greater_t_test, wilson
 from tabmem.stats.samples import data_values
+from tabmem.stats.verdicts import decide
 from tabmem.tests.base import TestContext, register
 from tabmem.tests.sample import metric_name
 
@@ -140,7 +145,8 @@ def _requests(ctx: TestContext, p: Mapping[str, Any]) -> tuple[list[Request], li
 
 @dataclass(frozen=True)
 class FeatureRates:
-    """One feature's valid-completion rate, its marginal-draw baseline, and the t-test."""
+    """One feature's valid-completion rate, its data-only baseline (the better of a marginal draw
+    and the greedy answer, per query), the marginal draws' rate alone, and the t-test."""
 
     feature: str
     position: int
@@ -152,17 +158,18 @@ class FeatureRates:
     baseline: float
     baseline_low: float
     baseline_high: float
+    marginal: float
     p_value: float
 
 
 def feature_rates(names: list[str], records: list[QueryRecord]) -> list[FeatureRates]:
-    """Per asked feature: the model's rate with a Wilson interval, the marginal draw's expected
-    rate with a normal interval, and a one-sided t-test on (valid - chance) per query."""
+    """Per asked feature: the model's rate with a Wilson interval, the data-only baseline with a
+    normal interval, and a one-sided t-test on (valid - baseline) per query."""
     out = []
     for position in sorted({r.extra["position"] for r in records}):
         mine = [r for r in records if r.extra["position"] == position]
         valid = sum(int(r.score) for r in mine)
-        chances = np.array([r.extra["marginal_chance"] for r in mine])
+        chances = np.array([r.extra["baseline"] for r in mine])
         spread = 1.96 * chances.std(ddof=1) / np.sqrt(len(mine)) if len(mine) > 1 else 0.0
         interval = wilson(valid, len(mine))
         out.append(
@@ -177,14 +184,15 @@ def feature_rates(names: list[str], records: list[QueryRecord]) -> list[FeatureR
                 baseline=float(chances.mean()),
                 baseline_low=float(max(0.0, chances.mean() - spread)),
                 baseline_high=float(min(1.0, chances.mean() + spread)),
-                p_value=greater_t_test([r.score - r.extra["marginal_chance"] for r in mine]),
+                marginal=float(np.mean([r.extra["marginal_chance"] for r in mine])),
+                p_value=greater_t_test([r.score - r.extra["baseline"] for r in mine]),
             )
         )
     return out
 
 
 def rates_figure(rates: list[FeatureRates], title: str) -> Figure:
-    """Valid-completion rate per feature with 95% intervals, beside the marginal draw's."""
+    """Valid-completion rate per feature with 95% intervals, beside the data-only baseline's."""
     figure = Figure(figsize=(max(6.0, 0.55 * len(rates) + 3), 4.5), layout="constrained")
     ax = figure.subplots()
     x = np.arange(len(rates))
@@ -192,7 +200,7 @@ def rates_figure(rates: list[FeatureRates], title: str) -> Figure:
         (-0.12, "model", [r.rate for r in rates], [r.low for r in rates], [r.high for r in rates]),
         (
             0.12,
-            "draw from the marginal",
+            "data-only baseline",
             [r.baseline for r in rates],
             [r.baseline_low for r in rates],
             [r.baseline_high for r in rates],
@@ -214,27 +222,10 @@ def _rates_table(rates: list[FeatureRates]) -> pd.DataFrame:
     return pd.DataFrame([r.__dict__ for r in rates])
 
 
-def _verdict(
-    rate: float, baseline: float, p_value: float, alpha: float, min_gain: float
-) -> tuple[Verdict, str]:
-    gain = rate - baseline
-    figures = (
-        f"{rate:.0%} of completions are valid against {baseline:.0%} for marginal draws "
-        f"(t-test p={p_value:.2g})"
-    )
-    significant, large = p_value < alpha, gain >= min_gain
-    if significant and large:
-        return Verdict.EVIDENCE, f"{figures}: the model knows which values go together"
-    if significant:
-        return Verdict.AMBIGUOUS, f"{figures}: above the marginal, by less than {min_gain:.0%}"
-    if large:
-        return Verdict.AMBIGUOUS, f"{figures}: {gain:.0%} above, but not significant"
-    return Verdict.NO_EVIDENCE, f"{figures}: no better than drawing from the marginal"
-
-
 @register("conditional_completion")
 def run_conditional_completion_test(ctx: TestContext) -> TestResult:
-    """Ask for the next feature of real row beginnings; compare validity with marginal draws."""
+    """Ask for the next feature of real row beginnings; compare validity, query by query, with
+    what a model of the distribution that has not read the row could reach."""
     p = ctx.params
     names = feature_names(ctx.dataset)
     if len(names) < 2:
@@ -247,13 +238,19 @@ def run_conditional_completion_test(ctx: TestContext) -> TestResult:
         )
     requests, questions, dropped = _requests(ctx, p)
     responses = ctx.model.run(requests, description=f"conditional completion on {ctx.dataset.name}")
-    index = PrefixIndex(data_values(ctx.dataset))
+    rows = data_values(ctx.dataset)
+    index, model = PrefixIndex(rows), NeighbourModel(rows)
     records = []
     for request, question, response in zip(requests, questions, responses, strict=True):
         answer = (
             "" if response.error else read_value(response.text, names[question.position], names)
         )
         valid = bool(answer) and index.is_valid(question.prefix, answer)
+        greedy = model.greedy(
+            question.position, dict(enumerate(question.prefix)), exclude=[question.row]
+        )
+        greedy_valid = bool(greedy) and index.is_valid(question.prefix, greedy)
+        chance = index.marginal_chance(question.prefix)
         records.append(
             QueryRecord(
                 prompt=request.as_text(),
@@ -266,38 +263,53 @@ def run_conditional_completion_test(ctx: TestContext) -> TestResult:
                     "position": question.position,
                     "row": question.row + 1,
                     "answer": answer,
-                    "marginal_chance": index.marginal_chance(question.prefix),
+                    "marginal_chance": chance,
+                    "greedy_answer": greedy,
+                    "greedy_valid": greedy_valid,
+                    "baseline": query_baselines([chance], [greedy_valid])[0],
                 },
             )
         )
     rates = feature_rates(names, records)
-    valid = sum(int(r.score) for r in records)
-    rate = valid / len(records) if records else 0.0
-    baseline = float(np.mean([r.extra["marginal_chance"] for r in records])) if records else 0.0
-    p_value = greater_t_test([r.score - r.extra["marginal_chance"] for r in records])
+    test = against_baseline([r.score for r in records], [r.extra["baseline"] for r in records])
     alpha, min_gain = float(p.get("alpha", 0.01)), float(p.get("min_gain", 0.1))
-    verdict, reason = _verdict(rate, baseline, p_value, alpha, min_gain)
+    decision = decide(
+        "valid completions over the data-only baseline", test.p_value, test.effect, alpha, min_gain
+    )
+    reason = (
+        f"{test.rate:.0%} of completions are valid against {test.baseline:.0%} for a model of "
+        f"the data's distribution without the row; {decision.reason}"
+    )
     title = f"{ctx.model.name} on {ctx.dataset.name}: conditional completion"
     return TestResult(
         test="conditional_completion",
-        verdict=verdict,
+        verdict=decision.verdict,
         reason=reason,
         n_queries=len(records),
-        n_hits=valid,
-        rate=rate,
-        baseline=baseline,
-        p_value=p_value,
+        n_hits=sum(int(r.score) for r in records),
+        rate=test.rate,
+        baseline=test.baseline,
+        p_value=test.p_value,
         metrics={
             "few_shot_examples_dropped": dropped,
             "features_asked": len(rates),
             "features_significant": sum(r.p_value < alpha for r in rates),
+            "marginal_rate": float(np.mean([r.extra["marginal_chance"] for r in records]))
+            if records
+            else 0.0,
+            "greedy_valid_rate": float(np.mean([r.extra["greedy_valid"] for r in records]))
+            if records
+            else 0.0,
             **{metric_name("valid_rate", r.feature): r.rate for r in rates},
-            **{metric_name("marginal_rate", r.feature): r.baseline for r in rates},
+            **{metric_name("baseline_rate", r.feature): r.baseline for r in rates},
+            **{metric_name("marginal_rate", r.feature): r.marginal for r in rates},
         },
         info={
             "evidence_rule": (
-                f"one-sided t-test of (valid - marginal chance) over all queries p < {alpha}, "
-                f"and valid rate at least {min_gain} above the marginal draws'"
+                f"one-sided t-test of (valid - data-only baseline) over all queries p < {alpha}, "
+                f"and valid rate at least {min_gain} above the baseline; the baseline of a query "
+                "is the better of a marginal draw and the greedy answer of a nearest-neighbour "
+                "model of the file fitted without the queried row"
             ),
             "prompt_form": ctx.model.prompt_form,
         },

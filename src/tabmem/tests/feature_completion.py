@@ -3,8 +3,12 @@ value of a highly unique one?
 
 The prompt lists a random row's features as ``Feature = Value`` lines, leaving out one
 feature with many distinct values (a name, a measurement with many decimals), and ends with
-``Feature =``. A feature unique enough cannot be guessed from the others: an exact answer
-beyond the chance of guessing from the feature's distribution points to memory of the row.
+``Feature =``. Many distinct values do not make a feature unguessable: iris' petal length
+follows from the species and the petal width. So each query's baseline is the better of a
+guess from the feature's distribution (a draw, or its mode) and the greedy answer of a
+nearest-neighbour model of the other features fitted without the queried row: an exact answer
+beyond what such a model gets points to memory of the row. A feature that model predicts too
+well leaves no room for memory to show, and the test does not apply.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from tabmem.prompts.fewshot import chat_messages, few_shot_datasets, fit_to_cont
 from tabmem.results import QueryRecord, TestResult, Verdict
 from tabmem.stats.answers import feature_answer, values_match
 from tabmem.stats.baselines import MarginalMatch, marginal_match
+from tabmem.stats.neighbours import NeighbourModel
+from tabmem.stats.paired import against_baseline, query_baselines
 from tabmem.stats.pvalues import binomial_greater, clopper_pearson
 from tabmem.stats.uniqueness import (
     UniqueFeature,
@@ -128,6 +134,30 @@ def feature_queries(
     return queries
 
 
+@dataclass(frozen=True)
+class Predictor:
+    """The greedy answer of a model of the other features, fitted without the asked row."""
+
+    model: NeighbourModel
+    target: int
+
+    @classmethod
+    def of(cls, columns: Mapping[str, list[str]], feature: str) -> Predictor:
+        rows = [list(values) for values in zip(*columns.values(), strict=True)]
+        return cls(NeighbourModel(rows), list(columns).index(feature))
+
+    def right(self, columns: Mapping[str, list[str]], row: int) -> bool:
+        """Whether the greedy answer for data row ``row`` (0-based) is its true value."""
+        values = [column[row] for column in columns.values()]
+        given = {j: v for j, v in enumerate(values) if j != self.target}
+        guess = self.model.greedy(self.target, given, exclude=[row])
+        return bool(guess) and values_match(guess, values[self.target])
+
+    def accuracy(self, columns: Mapping[str, list[str]], rows: list[int]) -> float:
+        """The share of ``rows`` whose value the greedy answer gets right."""
+        return sum(self.right(columns, r) for r in rows) / len(rows) if rows else 0.0
+
+
 def _not_applicable(reason: str, **info: Any) -> TestResult:
     """A result that says why the test cannot run on this cell."""
     return TestResult(
@@ -160,10 +190,19 @@ def run_feature_completion_test(ctx: TestContext) -> TestResult:
     if reason:
         return _not_applicable(reason)
     chance = marginal_match(columns[chosen.name])
-    n = min(int(p.get("n_queries", 25)), len(ctx.dataset.rows))
-    reason = no_power_reason(f"{chosen.name}", n, chance.rate, alpha, min_effect)
+    predictor = Predictor.of(columns, chosen.name)
+    n_rows = len(ctx.dataset.rows)
+    checked = random.Random(ctx.seed + 3).sample(
+        range(n_rows), min(int(p.get("predictor_rows", 200)), n_rows)
+    )
+    predicted = predictor.accuracy(columns, checked)
+    n = min(int(p.get("n_queries", 25)), n_rows)
+    baseline = max(chance.rate, predicted)
+    reason = no_power_reason(f"{chosen.name}", n, baseline, alpha, min_effect)
     if reason:
-        return _not_applicable(reason, feature=chosen.name)
+        return _not_applicable(
+            reason, feature=chosen.name, predictor_accuracy=predicted, marginal_rate=chance.rate
+        )
     queries = feature_queries(ctx, columns, chosen.name)
     if not queries.requests:
         return _not_applicable("no question fits the model's context window", feature=chosen.name)
@@ -171,18 +210,27 @@ def run_feature_completion_test(ctx: TestContext) -> TestResult:
         queries.requests, description=f"feature completion test on {ctx.dataset.name}"
     )
     records = [
-        _record(request, asked, response, chosen.name)
+        _record(request, asked, response, chosen.name, chance, predictor.right(columns, asked.row))
         for request, asked, response in zip(
             queries.requests, queries.questions, responses, strict=True
         )
     ]
-    return _result(ctx.dataset, chosen, bool(named), chance, queries, records, alpha, min_effect)
+    figures = {"predictor_accuracy_sampled": predicted, "predictor_rows_sampled": len(checked)}
+    return _result(
+        ctx.dataset, chosen, bool(named), chance, queries, records, alpha, min_effect, figures
+    )
 
 
 def _record(
-    request: Request, asked: FeatureQuestion, response: Response, feature: str
+    request: Request,
+    asked: FeatureQuestion,
+    response: Response,
+    feature: str,
+    chance: MarginalMatch,
+    predictor_right: bool,
 ) -> QueryRecord:
-    """One question, the value the answer gives, and whether it is the true one."""
+    """One question, the value the answer gives, whether it is the true one, and the query's
+    baseline (the better of a marginal guess and the data-only greedy answer)."""
     answer = "" if response.error else feature_answer(response.text, feature)
     return QueryRecord(
         prompt=request.as_text(),
@@ -190,7 +238,13 @@ def _record(
         completion=response.text,
         score=float(bool(answer) and values_match(answer, asked.answer)),
         error=response.error,
-        extra={"row": asked.row + 1, "prefix": asked.prompt, "answer": answer},
+        extra={
+            "row": asked.row + 1,
+            "prefix": asked.prompt,
+            "answer": answer,
+            "predictor_right": predictor_right,
+            "baseline": query_baselines([chance.rate], [predictor_right])[0],
+        },
     )
 
 
@@ -203,13 +257,14 @@ def _result(
     records: list[QueryRecord],
     alpha: float,
     min_effect: float,
+    figures: dict[str, float],
 ) -> TestResult:
-    """The result object: binomial test against the marginal baseline, the feature's context."""
+    """The result object: the answers against each query's data-only baseline, the context."""
     n = len(records)
     hits = int(sum(r.score for r in records))
-    p_value = binomial_greater(hits, n, chance.rate)
-    statistic = f"exact values of {chosen.name}"
-    decision = decide(statistic, p_value, hits / n - chance.rate, alpha, min_effect)
+    test = against_baseline([r.score for r in records], [r.extra["baseline"] for r in records])
+    statistic = f"exact values of {chosen.name} over the data-only baseline"
+    decision = decide(statistic, test.p_value, test.effect, alpha, min_effect)
     low, high = clopper_pearson(hits, n)
     return TestResult(
         test=TEST,
@@ -218,14 +273,17 @@ def _result(
         n_queries=n,
         n_hits=hits,
         rate=hits / n,
-        baseline=chance.rate,
-        p_value=p_value,
+        baseline=test.baseline,
+        p_value=test.p_value,
         metrics={
             "rate_ci_low": low,
             "rate_ci_high": high,
             "unique_fraction": chosen.unique_fraction,
             "baseline_marginal_draw": chance.draw_rate,
             "baseline_mode": chance.mode_rate,
+            "baseline_predictor": sum(r.extra["predictor_right"] for r in records) / n,
+            "binomial_p_value_marginal": binomial_greater(hits, n, chance.rate),
+            **figures,
             "duplicate_row_fraction": duplicate_row_fraction(dataset.rows),
             "few_shot_examples": queries.examples,
             "few_shot_examples_dropped": queries.examples_dropped,
@@ -235,8 +293,10 @@ def _result(
             "feature": chosen.name,
             "feature_chosen_by": "config (test.feature)" if named else "most distinct values",
             "evidence_rule": (
-                "evidence when exact values beat the better of a marginal draw and the mode "
-                "with a binomial p < alpha by at least min_effect"
+                "evidence when exact values beat each query's baseline — the better of the "
+                "marginal guess (a draw or the mode) and the greedy answer of a nearest-neighbour "
+                "model of the other features fitted without the row — by at least min_effect, "
+                "with a one-sided t-test on the differences p < alpha"
             ),
         },
         records=records,

@@ -3,7 +3,11 @@
 Observations are drawn at temperature 0 (``sampler`` settings, as in ``test=sample``); per
 feature, the samples' most frequent value (or bin, for features with many numeric values) is
 compared with the data's (see ``tabmem.stats.modes``). Knowing the typical value of each
-feature is knowledge of the dataset's distribution, not memorization of its rows.
+feature is knowledge of the population the data describe, not memorization of its rows, and
+not even knowledge of this file: world knowledge alone names adult's modes (``Race = White``,
+``NativeCountry = United-States``), as a twin of the file or a model of its distribution does.
+The baseline is a uniform pick among the data's values, so ``evidence`` says "knows the typical
+values", nothing more.
 """
 
 from __future__ import annotations
@@ -57,7 +61,10 @@ def _verdict(
     figures = f"{agree}/{compared} features agree with the data's mode (p={p_value:.2g})"
     significant, large = p_value < alpha, share >= min_share
     if significant and large:
-        return Verdict.EVIDENCE, f"{figures}: more than chance, and at least {min_share:.0%}"
+        return Verdict.EVIDENCE, (
+            f"{figures}: more than chance, and at least {min_share:.0%}: the model knows the "
+            "typical values (the population's, which world knowledge may give: not the file's)"
+        )
     if significant:
         return Verdict.AMBIGUOUS, f"{figures}: more than chance, but under {min_share:.0%}"
     if large:

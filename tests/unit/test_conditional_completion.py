@@ -1,0 +1,60 @@
+"""Conditional completion's baseline is what a model of the distribution could answer."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+from tabmem.data import Dataset, DatasetSpec
+from tabmem.llm.client import LanguageModel
+from tabmem.llm.oracle import LearnerOracle, MemorizerOracle
+from tabmem.results import Verdict
+from tabmem.tests.base import TestContext, get_test
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_knowledge_tests import InProcessOracle  # noqa: E402
+
+
+def towns_text(n_rows: int = 300) -> str:
+    """Five regions of twelve towns each (the town follows the region; about five rows per
+    town), a street unique to each row, and a floor count."""
+    rng = random.Random(11)
+    lines = ["region,town,street,floors"]
+    for i in range(n_rows):
+        region = rng.randrange(5)
+        town = f"T{region}-{rng.randrange(12)}"
+        lines.append(f"R{region},{town},S{i:04d},{rng.randint(1, 9)}")
+    return "\n".join(lines) + "\n"
+
+
+TOWNS = Dataset(spec=DatasetSpec(name="towns"), path=Path("towns.csv"), text=towns_text())
+SETTINGS = {
+    "n_per_feature": 20,
+    "features": ["town", "street"],
+    "few_shot_pool": [],
+    "completion_prompt": "Dataset: {dataset}\n{pairs}\n{feature} =",
+}
+
+
+def run(oracle):
+    model = LanguageModel(InProcessOracle(oracle), "oracle", show_progress=False)
+    return get_test("conditional_completion")(TestContext(TOWNS, model, SETTINGS, seed=0))
+
+
+def test_a_model_of_the_distribution_does_not_beat_the_baseline():
+    result = run(LearnerOracle([TOWNS]))
+    rates = result.tables["feature_rates.json"].set_index("feature")
+    assert rates.loc["town", "rate"] == 1.0  # every town it names follows the region somewhere
+    assert rates.loc["town", "marginal"] < 0.35  # a marginal draw rarely does
+    assert rates.loc["town", "baseline"] == 1.0  # the greedy answer does, without the row
+    assert result.verdict is Verdict.NO_EVIDENCE, result.reason
+
+
+def test_memory_of_the_rows_still_beats_it():
+    result = run(MemorizerOracle([TOWNS]))
+    rates = result.tables["feature_rates.json"].set_index("feature")
+    assert rates.loc["street", "rate"] == 1.0
+    assert rates.loc["street", "baseline"] < 0.05  # no other row has that street in that town
+    assert result.verdict is Verdict.EVIDENCE, result.reason
+    assert result.records[0].extra["greedy_answer"] != ""
