@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
+
+from test_knowledge_tests import InProcessOracle
 
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.oracle import LearnerOracle, MemorizerOracle
 from tabmem.results import Verdict
 from tabmem.tests.base import TestContext, get_test
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_knowledge_tests import InProcessOracle  # noqa: E402
 
 
 def towns_text(n_rows: int = 300) -> str:

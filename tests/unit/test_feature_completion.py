@@ -9,6 +9,7 @@ import pytest
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.errors import ConfigError
 from tabmem.llm.client import LanguageModel
+from tabmem.llm.oracle import LearnerOracle, MemorizerOracle, last_user_text
 from tabmem.results import Verdict
 from tabmem.tests.base import TestContext
 from tabmem.tests.feature_completion import question, run_feature_completion_test
@@ -120,13 +121,10 @@ def post_text() -> str:
 
 
 def run_oracle(oracle_class, text, **params):
-    from tabmem.llm.oracle import last_user_text
-
     class InProcess:
-        identity = {"provider": "test", "model": oracle_class.model_name}
-
         def __init__(self, dataset):
             self.oracle = oracle_class([dataset])
+            self.identity = {"provider": "test", "model": oracle_class.model_name}
 
         def chat(self, messages, params):
             prompt = last_user_text(messages) or ""
@@ -148,8 +146,6 @@ def run_oracle(oracle_class, text, **params):
 
 
 def test_a_value_the_other_features_give_away_is_in_the_baseline():
-    from tabmem.llm.oracle import LearnerOracle, MemorizerOracle
-
     learned = run_oracle(LearnerOracle, post_text(), feature="zip")
     assert 0.35 <= learned.metrics["baseline_predictor"] <= 0.65  # half the zips follow the city
     assert learned.rate == pytest.approx(learned.metrics["baseline_predictor"])
@@ -163,7 +159,9 @@ def test_a_feature_the_others_predict_too_well_is_not_applicable():
     text = "city,zip,floors\n" + "".join(
         f"C{i % 100:03d},{10_000 + i % 100},{i % 7}\n" for i in range(300)
     )
-    result = run_oracle(__import__("tabmem.llm.oracle").llm.oracle.LearnerOracle, text, feature="zip")
+    result = run_oracle(
+        __import__("tabmem.llm.oracle").llm.oracle.LearnerOracle, text, feature="zip"
+    )
     assert result.verdict is Verdict.NOT_APPLICABLE
     assert "baseline already gets zip right" in result.reason
     assert result.info["predictor_accuracy"] == 1.0

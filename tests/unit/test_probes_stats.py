@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 
 from tabmem.results import Verdict
+from tabmem.stats.paired import against_baseline, unreachable_reason
 from tabmem.stats.probes import (
     ChoiceSummary,
     attribute_pool,
@@ -69,14 +70,27 @@ def test_summary_p_value_is_the_binomial_tail_at_chance() -> None:
     assert high == 1.0 and low == pytest.approx(0.025 ** (1 / 10))
 
 
-def test_verdicts() -> None:
-    # 4 questions cannot reach p < 0.001 at chance 0.2: 0.2^4 = 0.0016
-    assert choice_verdict(ChoiceSummary(4, 4, 5), 0.001, 0.1)[0] == Verdict.NOT_APPLICABLE
-    assert choice_verdict(ChoiceSummary(40, 40, 5), 0.001, 0.1)[0] == Verdict.EVIDENCE
-    assert choice_verdict(ChoiceSummary(8, 40, 5), 0.001, 0.1)[0] == Verdict.NO_EVIDENCE
-    # 14/40 = 0.35: effect 0.15 but P(X >= 14) ~ 0.02, not below 0.001
-    verdict, reason = choice_verdict(ChoiceSummary(14, 40, 5), 0.001, 0.1)
+def _against(hits: list[float], baselines: list[float]):
+    return against_baseline(hits, baselines)
+
+
+def test_verdicts_compare_each_answer_with_its_questions_baseline() -> None:
+    # 4 questions cannot reach p < 0.001 at chance 0.2: 0.2^4 = 0.0016; 5 can: 0.00032
+    assert "p=0.0016" in unreachable_reason([0.2] * 4, 0.001, 0.1, "x")
+    assert unreachable_reason([0.2] * 5, 0.001, 0.1, "x") == ""
+    assert "less than the minimum effect" in unreachable_reason([0.95] * 40, 0.001, 0.1, "x")
+    # where the rule is right, a right answer is certain under the null: only 0.2^2 is left
+    assert "p=0.04" in unreachable_reason([1.0] * 8 + [0.2] * 2, 0.001, 0.1, "x")
+    right = _against([1.0] * 40, [0.2] * 40)
+    assert choice_verdict(ChoiceSummary(40, 40, 5), right, 0.001, 0.1)[0] == Verdict.EVIDENCE
+    # right exactly where the data-only rule is right (10 of 40), else wrong: no evidence
+    rule = [1.0] * 10 + [0.2] * 30
+    same = _against([1.0] * 10 + [0.0] * 30, rule)
+    assert same.effect == pytest.approx(0.25 - 0.4)
+    assert choice_verdict(ChoiceSummary(10, 40, 5), same, 0.001, 0.1)[0] == Verdict.NO_EVIDENCE
+    # 12 more right answers on the questions the rule gets wrong: 22/40 against 0.4
+    better = _against([1.0] * 22 + [0.0] * 18, rule)
+    assert better.effect == pytest.approx(0.15)
+    verdict, reason = choice_verdict(ChoiceSummary(22, 40, 5), better, 0.001, 0.1)
     assert verdict == Verdict.AMBIGUOUS and "not significant" in reason
-    # 300/1000 = 0.30: significant, effect 0.10 below min_effect 0.2
-    assert choice_verdict(ChoiceSummary(300, 1000, 5), 0.001, 0.2)[0] == Verdict.AMBIGUOUS
-    assert choice_verdict(ChoiceSummary(300, 1000, 5), 0.001, 0.0)[0] == Verdict.EVIDENCE
+    assert "baseline of 0.40" in reason

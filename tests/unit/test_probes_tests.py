@@ -99,7 +99,10 @@ def test_the_memorizer_recognises_every_real_record(test: str, form: str) -> Non
     result = run(test, oracle_backend("memorizer"), form)
     assert result.verdict == Verdict.EVIDENCE
     assert (result.n_hits, result.n_queries) == (30, 30)
-    assert result.baseline == 0.2 and result.p_value == pytest.approx(0.2**30)
+    baselines = [max(0.2, r.extra["rule_hit"]) for r in result.records]
+    assert result.baseline == pytest.approx(sum(baselines) / 30) and result.baseline >= 0.2
+    assert result.metrics["chance_p_value"] == pytest.approx(0.2**30)
+    assert result.p_value < 1e-6
     assert result.metrics["n_unparseable"] == 0
     if form == "completion":
         assert all(r.prompt.endswith("\nAnswer:") for r in result.records)
@@ -177,7 +180,9 @@ def test_failed_queries_are_misses_and_do_not_stop_the_test() -> None:
     assert failed == 10 and result.n_hits == 20
     assert result.all_metrics()["n_failed_queries"] == 10
     assert result.metrics["n_unparseable"] == 0 and result.info["parse_rules"]["failed"] == 10
+    # a third of the answers lost: 20/30 against a baseline of 0.33 is still p=1.4e-5
     assert result.verdict == Verdict.EVIDENCE
+    assert result.p_value == pytest.approx(1.36e-5, rel=0.01)
 
 
 def test_a_table_with_too_few_distinct_values_is_not_applicable() -> None:

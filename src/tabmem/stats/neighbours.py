@@ -242,6 +242,24 @@ class NeighbourModel:
         )
         return math.log(max(density, 1e-300))
 
+    def choice_scores(
+        self,
+        options: Sequence[Mapping[int, str]],
+        scored: Sequence[Collection[int]],
+        exclude: Collection[int] = (),
+    ) -> list[float]:
+        """Each option's log-likelihood: the sum, over its ``scored`` columns, of the value's
+        log score given the option's other values. The rows that agree with every value all
+        options share are the record asked about: left out when there are at most ``k``."""
+        usable = [self.usable(option) for option in options]
+        shared = {j: v for j, v in usable[0].items() if all(u.get(j) == v for u in usable[1:])}
+        asked = np.flatnonzero(self.matching(shared)) if shared else np.array([], dtype=int)
+        left_out = [*exclude, *(asked.tolist() if asked.size <= self.k else [])]
+        return [
+            sum(self.log_score(j, values[j], values, exclude=left_out) for j in mine if j in values)
+            for values, mine in zip(usable, scored, strict=True)
+        ]
+
 
 @dataclass(frozen=True)
 class Neighbours:

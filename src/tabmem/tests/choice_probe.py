@@ -27,7 +27,13 @@ from tabmem.prompts.choices import (
 from tabmem.prompts.fewshot import fit_to_context
 from tabmem.prompts.observations import dataset_title
 from tabmem.results import QueryRecord, TestResult, Verdict
-from tabmem.stats.probes import ChoiceSummary, choice_verdict, frequency_rule_hit
+from tabmem.stats.paired import against_baseline, unreachable_reason
+from tabmem.stats.probes import (
+    ChoiceSummary,
+    choice_verdict,
+    frequency_rule_hit,
+    question_baseline,
+)
 from tabmem.stats.pvalues import binomial_greater
 from tabmem.tests.base import TestContext
 
@@ -38,12 +44,14 @@ FAILED = "failed"
 @dataclass(frozen=True)
 class ChoiceQuestion:
     """One question: the user text (options included), the options, the right one, and each
-    option's score under the frequency rule (``tabmem.stats.probes``)."""
+    option's score under the frequency rule (``tabmem.stats.probes``) and under the data-only
+    rule (a nearest-neighbour model of the file without the asked record)."""
 
     text: str
     options: tuple[Option, ...]
     correct: int
     frequency_scores: tuple[float, ...]
+    rule_scores: tuple[float, ...]
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -54,6 +62,11 @@ class Shuffled:
     options: tuple[Option, ...]
     correct: int
     scores: tuple[float, ...]
+    order: tuple[int, ...]
+
+    def reorder(self, values: Sequence[float]) -> tuple[float, ...]:
+        """Per-option figures given in the original order, in the shuffled one."""
+        return tuple(values[i] for i in self.order)
 
 
 def shuffle_options(
@@ -63,7 +76,10 @@ def shuffle_options(
     order = list(range(len(options)))
     rng.shuffle(order)
     return Shuffled(
-        tuple(options[i] for i in order), order.index(0), tuple(scores[i] for i in order)
+        tuple(options[i] for i in order),
+        order.index(0),
+        tuple(scores[i] for i in order),
+        tuple(order),
     )
 
 
@@ -114,6 +130,7 @@ def _record(request: Request, question: ChoiceQuestion, response: Any) -> QueryR
             "parse_rule": choice.rule,
             "options": [o.text for o in question.options],
             "frequency_rule_hit": frequency_rule_hit(question.frequency_scores, question.correct),
+            "rule_hit": frequency_rule_hit(question.rule_scores, question.correct),
         },
     )
 
@@ -138,6 +155,13 @@ def ask_and_score(
     info: Mapping[str, Any],
 ) -> TestResult:
     """Ask every question that fits the context window, read the letters, decide the verdict."""
+    p = ctx.params
+    n_options = int(p.get("n_options", 5))
+    baselines = [question_baseline(q.rule_scores, q.correct, n_options) for q in questions]
+    alpha, min_effect = float(p.get("alpha", 0.001)), float(p.get("min_effect", 0.1))
+    cannot = unreachable_reason(baselines, alpha, min_effect, "the right option")
+    if cannot:
+        return not_applicable(test, cannot, info)
     asked = [(r, q) for q in questions if (r := _request(ctx, q)) is not None]
     if not asked:
         return not_applicable(test, "no question fits the model's context window", info)
@@ -160,12 +184,15 @@ def _result(
     alpha, min_effect = float(p.get("alpha", 0.001)), float(p.get("min_effect", 0.1))
     hits = sum(int(r.score) for r in records)
     summary = ChoiceSummary(hits, len(records), n_options)
-    verdict, reason = choice_verdict(summary, alpha, min_effect)
+    baselines = [max(summary.chance, r.extra["rule_hit"]) for r in records]  # = question_baseline
+    against = against_baseline([r.score for r in records], baselines)
+    verdict, reason = choice_verdict(summary, against, alpha, min_effect)
     picked = Counter(r.extra["picked"] for r in records if r.extra["picked"])
     parsed = sum(picked.values())
     low, high = summary.interval
     rules = Counter(r.extra["parse_rule"] for r in records)
     rule_rate = sum(r.extra["frequency_rule_hit"] for r in records) / summary.n
+    data_rule_rate = sum(r.extra["rule_hit"] for r in records) / summary.n
     return TestResult(
         test=test,
         verdict=verdict,
@@ -173,8 +200,8 @@ def _result(
         n_queries=summary.n,
         n_hits=hits,
         rate=summary.rate,
-        baseline=summary.chance,
-        p_value=summary.p_value,
+        baseline=against.baseline,
+        p_value=against.p_value,
         metrics={
             **metrics,
             "n_options": n_options,
@@ -184,14 +211,18 @@ def _result(
             "rate_ci_high": high,
             "frequency_rule_rate": rule_rate,
             "frequency_rule_p_value": binomial_greater(hits, summary.n, rule_rate),
+            "data_rule_rate": data_rule_rate,
+            "chance_p_value": summary.p_value,
             "top_letter_share": max(picked.values()) / parsed if parsed else 0.0,
             "queries_skipped_context": skipped,
         },
         info={
             **info,
             "evidence_rule": (
-                f"one-sided binomial p < {alpha:g} against chance 1/{n_options} and accuracy "
-                f"above chance by >= {min_effect:g}"
+                f"accuracy above each question's baseline — the better of chance 1/{n_options} "
+                "and the answer of a nearest-neighbour model of the file without the asked "
+                f"record — by >= {min_effect:g}, exact p < {alpha:g} (Poisson-binomial over the "
+                "per-question baselines)"
             ),
             "prompt_form": ctx.model.prompt_form,
             "parse_rules": dict(rules),

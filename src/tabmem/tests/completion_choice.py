@@ -16,6 +16,7 @@ from typing import Any
 from tabmem.prompts.choices import Option, option_block
 from tabmem.prompts.probe_records import ValueTable, candidates, hidden_attributes
 from tabmem.results import TestResult
+from tabmem.stats.neighbours import NeighbourModel
 from tabmem.stats.probes import attribute_pool, log_frequency
 from tabmem.tests.base import TestContext, register
 from tabmem.tests.choice_probe import (
@@ -36,6 +37,7 @@ def hidden_count(n_attributes: int, fraction: float) -> int:
 
 def _question(
     table: ValueTable,
+    model: NeighbourModel,
     row: int,
     attribute: int,
     hidden: list[int],
@@ -47,6 +49,10 @@ def _question(
     name, mask = table.names[attribute], str(p.get("mask_token", "[hidden]"))
     options = [Option(f"{name} = {v}", v) for v in values]
     scores = [log_frequency(table.counts[attribute], v) for v in values]
+    shown = {j: v for j, v in enumerate(table.rows[row]) if j not in hidden}
+    rule = model.choice_scores(
+        [{**shown, attribute: v} for v in values], [[attribute]] * len(values), exclude=[row]
+    )
     shuffled = shuffle_options(options, scores, rng)
     text = str(p["question"]).format(
         source=source,
@@ -61,12 +67,15 @@ def _question(
         "hidden": [table.names[j] for j in hidden],
         "true_value": values[0],
     }
-    return ChoiceQuestion(text, shuffled.options, shuffled.correct, shuffled.scores, extra)
+    return ChoiceQuestion(
+        text, shuffled.options, shuffled.correct, shuffled.scores, shuffled.reorder(rule), extra
+    )
 
 
 def completion_questions(
     table: ValueTable, p: Mapping[str, Any], pool: list[int], source: str, rng: random.Random
 ) -> tuple[list[ChoiceQuestion], int]:
+    model = NeighbourModel(table.rows)
     """Up to ``n_queries`` questions over records drawn without replacement, and how many
     candidate draws were dropped (five values not all distinct and non-empty)."""
     n_queries, k = int(p.get("n_queries", 40)), int(p.get("n_options", 5)) - 1
@@ -82,7 +91,9 @@ def completion_questions(
             if values is None:
                 dropped += 1
                 continue
-            questions.append(_question(table, row, attribute, hidden, values, p, source, rng))
+            questions.append(
+                _question(table, model, row, attribute, hidden, values, p, source, rng)
+            )
     return questions, dropped
 
 

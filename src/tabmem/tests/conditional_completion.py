@@ -36,7 +36,7 @@ from tabmem.prompts.observations import (
 from tabmem.results import QueryRecord, TestResult, Verdict
 from tabmem.stats.neighbours import NeighbourModel
 from tabmem.stats.paired import against_baseline, query_baselines
-from tabmem.stats.prefixes import PrefixIndex, greater_t_test, wilson
+from tabmem.stats.prefixes import PrefixIndex, wilson
 from tabmem.stats.samples import data_values
 from tabmem.stats.verdicts import decide
 from tabmem.tests.base import TestContext, register
@@ -146,7 +146,7 @@ def _requests(ctx: TestContext, p: Mapping[str, Any]) -> tuple[list[Request], li
 @dataclass(frozen=True)
 class FeatureRates:
     """One feature's valid-completion rate, its data-only baseline (the better of a marginal draw
-    and the greedy answer, per query), the marginal draws' rate alone, and the t-test."""
+    and the greedy answer, per query), the marginal draws' rate alone, and the exact p-value."""
 
     feature: str
     position: int
@@ -164,7 +164,8 @@ class FeatureRates:
 
 def feature_rates(names: list[str], records: list[QueryRecord]) -> list[FeatureRates]:
     """Per asked feature: the model's rate with a Wilson interval, the data-only baseline with a
-    normal interval, and a one-sided t-test on (valid - baseline) per query."""
+    normal interval, and the exact p-value of as many valid answers against the per-query
+    baselines (``tabmem.stats.paired``)."""
     out = []
     for position in sorted({r.extra["position"] for r in records}):
         mine = [r for r in records if r.extra["position"] == position]
@@ -185,7 +186,9 @@ def feature_rates(names: list[str], records: list[QueryRecord]) -> list[FeatureR
                 baseline_low=float(max(0.0, chances.mean() - spread)),
                 baseline_high=float(min(1.0, chances.mean() + spread)),
                 marginal=float(np.mean([r.extra["marginal_chance"] for r in mine])),
-                p_value=greater_t_test([r.score - r.extra["baseline"] for r in mine]),
+                p_value=against_baseline(
+                    [r.score for r in mine], [r.extra["baseline"] for r in mine]
+                ).p_value,
             )
         )
     return out
@@ -306,7 +309,8 @@ def run_conditional_completion_test(ctx: TestContext) -> TestResult:
         },
         info={
             "evidence_rule": (
-                f"one-sided t-test of (valid - data-only baseline) over all queries p < {alpha}, "
+                f"valid answers beyond the data-only baselines, exact p < {alpha} "
+                "(Poisson-binomial over the per-query baselines), "
                 f"and valid rate at least {min_gain} above the baseline; the baseline of a query "
                 "is the better of a marginal draw and the greedy answer of a nearest-neighbour "
                 "model of the file fitted without the queried row"

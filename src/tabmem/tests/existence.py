@@ -17,6 +17,7 @@ from typing import Any
 from tabmem.prompts.choices import Option, option_block
 from tabmem.prompts.probe_records import ValueTable, altered_copies, hidden_attributes
 from tabmem.results import TestResult
+from tabmem.stats.neighbours import NeighbourModel
 from tabmem.stats.probes import attribute_pool, log_frequency
 from tabmem.tests.base import TestContext, register
 from tabmem.tests.choice_probe import (
@@ -33,6 +34,7 @@ TEST = "existence"
 
 def _question(
     table: ValueTable,
+    model: NeighbourModel,
     row: int,
     changed: list[int],
     copies: list[tuple[str, ...]],
@@ -43,10 +45,16 @@ def _question(
     versions = [table.rows[row], *copies]
     options = [Option(table.text(v)) for v in versions]
     scores = [sum(log_frequency(table.counts[j], v[j]) for j in changed) for v in versions]
+    every = list(range(len(table.names)))
+    rule = model.choice_scores(
+        [dict(enumerate(v)) for v in versions], [every] * len(versions), exclude=[row]
+    )
     shuffled = shuffle_options(options, scores, rng)
     text = str(p["question"]).format(source=source, options=option_block(shuffled.options))
     extra = {"row": row + 1, "changed": [table.names[j] for j in changed]}
-    return ChoiceQuestion(text, shuffled.options, shuffled.correct, shuffled.scores, extra)
+    return ChoiceQuestion(
+        text, shuffled.options, shuffled.correct, shuffled.scores, shuffled.reorder(rule), extra
+    )
 
 
 def existence_questions(
@@ -56,6 +64,7 @@ def existence_questions(
     were dropped (values not all distinct, or a copy that is a row of the file)."""
     n_queries, k = int(p.get("n_queries", 40)), int(p.get("n_options", 5)) - 1
     n_changed = hidden_count(len(table.names), float(p.get("change_fraction", 0.2)))
+    model = NeighbourModel(table.rows)
     questions: list[ChoiceQuestion] = []
     dropped = 0
     for row in rng.sample(range(len(table.rows)), len(table.rows)):
@@ -66,7 +75,7 @@ def existence_questions(
         if copies is None:
             dropped += 1
             continue
-        questions.append(_question(table, row, changed, copies, p, source, rng))
+        questions.append(_question(table, model, row, changed, copies, p, source, rng))
     return questions, dropped
 
 

@@ -296,7 +296,7 @@ def _result(
                 "evidence when exact values beat each query's baseline — the better of the "
                 "marginal guess (a draw or the mode) and the greedy answer of a nearest-neighbour "
                 "model of the other features fitted without the row — by at least min_effect, "
-                "with a one-sided t-test on the differences p < alpha"
+                "with an exact p < alpha (Poisson-binomial over the per-query baselines)"
             ),
         },
         records=records,

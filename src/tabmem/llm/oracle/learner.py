@@ -135,28 +135,15 @@ class LearnerOracle(Oracle):
         return table.observation(clean, found.style if found else _DEFAULT_STYLE)
 
     def _option_scores(self, table: _Table | None, context: str, options: list[str]) -> list[float]:
-        """Each option's log-likelihood given the record: the sum, over the option's values,
-        of each value's conditional log-probability given every other known value. The rows
-        that agree with all values the options share are the asked record: left out."""
+        """Each option's log-likelihood given the record (``NeighbourModel.choice_scores``):
+        the option's values scored given every other value shown; the rows that agree with all
+        the values the options share are the asked record, and are left out."""
         if table is None:
             return [0.0] * len(options)
         known = self._knowledge(table)
         base = known.given(table.pairs(context))
-        filled = [{**base, **known.given(table.pairs(option))} for option in options]
         own = [known.given(table.pairs(option)) for option in options]
-        usable = [known.model.usable(values) for values in filled]
-        shared = {j: v for j, v in usable[0].items() if all(u.get(j) == v for u in usable[1:])}
-        asked = _few(known.model.matching(shared), known.model.k) if shared else []
-        scores = []
-        for values, mine in zip(usable, own, strict=True):
-            scores.append(
-                sum(
-                    known.model.log_score(j, values[j], values, exclude=asked)
-                    for j in mine
-                    if j in values
-                )
-            )
-        return scores
+        return known.model.choice_scores([{**base, **mine} for mine in own], own)
 
     def _continue(
         self,
@@ -250,9 +237,3 @@ class LearnerOracle(Oracle):
             value = fields[j].strip() if j < len(fields) else ""
             counts[j] = int(value) + 1 if value.isdigit() else first
         return counts
-
-
-def _few(agree: np.ndarray, limit: int) -> list[int]:
-    """The rows of the mask when there are at most ``limit`` of them, else none."""
-    rows = np.flatnonzero(agree)
-    return rows.tolist() if rows.size <= limit else []
