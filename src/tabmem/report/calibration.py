@@ -235,6 +235,14 @@ def calibration_tables(runs: pd.DataFrame) -> list[ReportTable]:
     ]
 
 
+def calibration_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs of the calibration grid and of the contamination lab among ``runs``."""
+    if runs.empty or "experiment" not in runs:
+        return runs.iloc[0:0]
+    experiment = runs["experiment"].astype(str)
+    return runs[(experiment == CALIBRATION_EXPERIMENT) | experiment.str.startswith("lab-")]
+
+
 def write_calibration(tracking_uri: str, out: Path) -> list[Path]:
     """Read the calibration grid's and the lab's runs; write the tables and every cell."""
     from tabmem.report.runs import load_runs

@@ -16,6 +16,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from tabmem.lab.paper import lab_reports
+from tabmem.report.calibration import calibration_runs, calibration_tables
 from tabmem.report.learning_figures import accuracy_difference_figure, statistical_learning_figure
 from tabmem.report.learning_tables import baseline_tables, fewshot_table
 from tabmem.report.memorization_tables import completion_table, first_token_table
@@ -85,7 +86,8 @@ def write_paper(
     matplotlib.use("Agg")
     runs = PaperRuns.load(tracking_uri, experiments, models, datasets)
     lab_tables, lab_figures = lab_reports(runs.frame)
-    report = PaperReport(out, [*paper_tables(runs), *lab_tables], [])
+    calibration = calibration_tables(calibration_runs(runs.frame))
+    report = PaperReport(out, [*paper_tables(runs), *lab_tables, *calibration], [])
     for table in report.tables:
         report.files += write_table(table, out)
         report.files += [p for p in [write_sources(table, out)] if p]
