@@ -72,11 +72,14 @@ def test_the_memorizer_knows_real_rows_only(runs):
     by_cell, _, _, _ = runs
     for (model, transform, test), run in by_cell.items():
         metrics, verdict = run.data.metrics, run.data.tags["verdict"]
-        assert metrics["n_queries"] == N and metrics["baseline"] == pytest.approx(0.2)
+        # Each question's baseline is chance (0.2) or 1 where the data-only rule is right.
+        assert metrics["n_queries"] == N and 0.2 <= metrics["baseline"] < 1
         assert metrics["n_unparseable"] == 0 and metrics["n_failed_queries"] == 0
         if (model, transform) == ("oracle-memorizer", "original"):
             assert verdict == "evidence" and metrics["n_hits"] == N
-            assert metrics["p_value"] == pytest.approx(0.2**N)
+            assert metrics["chance_p_value"] == pytest.approx(0.2**N)
+            # All right: p is the product of the baselines, at most their mean to the N.
+            assert metrics["p_value"] <= metrics["baseline"] ** N * (1 + 1e-9)
         else:
             assert verdict in {"no_evidence", "ambiguous"}, (model, transform, test)
             assert metrics["p_value"] > 0.001 and metrics["n_hits"] < N / 2
