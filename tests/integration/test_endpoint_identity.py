@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from flaky_grid import mlflow_runs, run_sweep
 
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.llm.faults import FlakyServer
-from tests.integration.flaky_grid import mlflow_runs, run_sweep
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:pydantic")
 
@@ -82,6 +82,9 @@ def test_a_new_endpoint_in_the_environment_is_asked_and_logged(servers, tmp_path
     assert set(by_endpoint) == {first.base_url, second.base_url}
     old, new = by_endpoint[first.base_url], by_endpoint[second.base_url]
     assert new.data.metrics["model_calls"] >= 25 and new.data.metrics["cache_hits"] == 0
+    assert new.data.metrics["prompt_tokens"] == second.usage_totals["prompt_tokens"] > 0
+    assert new.data.metrics["completion_tokens"] == second.usage_totals["completion_tokens"]
+    assert new.data.metrics["cost_usd"] > 0  # gpt-4 is in litellm's offline cost map
     assert old.data.tags["verdict"] == "evidence"
     assert new.data.tags["verdict"] != "evidence"
 
