@@ -25,7 +25,6 @@ from tabmem.errors import DatasetError, ProviderError, TabmemError
 from tabmem.llm.budget import Budget, BudgetReached
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
-from tabmem.llm.plan import RequestPlan
 from tabmem.llm.registry import build_model
 from tabmem.report.terminal import show_result
 from tabmem.results import TestResult
@@ -77,12 +76,13 @@ class CellOutcome:
         (folder / f"cell-{self.test}.json").write_text(json.dumps(asdict(self), indent=2))
 
 
-def _outputs(cfg: Any) -> Path:
+def outputs_dir(cfg: Any) -> Path:
+    """The resolved ``outputs_dir``: runs, MLflow store, cache and weights live there."""
     return Path(str(cfg.outputs_dir)).expanduser().resolve()
 
 
 def open_store(cfg: Any) -> TrackingStore:
-    outputs = _outputs(cfg)
+    outputs = outputs_dir(cfg)
     uri = cfg.tracking.uri or default_tracking_uri(outputs)
     artifact_root = Path(str(cfg.tracking.artifact_root or outputs / "mlartifacts"))
     return TrackingStore(
@@ -193,6 +193,8 @@ def run_cell(
     """
     console = console or Console()
     if cfg.get("dry_run"):
+        from tabmem.dry_run import plan_cell
+
         plan_cell(cfg, job_dir, console)
         return []
     store = open_store(cfg)
@@ -236,7 +238,7 @@ def _run_pending(
 ) -> list[CellOutcome]:
     """Load the data and the model once, then run and log each pending test."""
     outcomes: list[CellOutcome] = []
-    cache = ResponseCache(_outputs(cfg) / "cache" / "responses.sqlite")
+    cache = ResponseCache(outputs_dir(cfg) / "cache" / "responses.sqlite")
     model: LanguageModel | None = None
     try:
         try:
@@ -244,7 +246,7 @@ def _run_pending(
             model = build_model(
                 cfg.model,
                 cache,
-                _outputs(cfg) / "weights",
+                outputs_dir(cfg) / "weights",
                 show_progress=bool(cfg.progress),
                 budget=budget,
             )
@@ -322,44 +324,6 @@ def grid_budget(cfg: Any, grid_dir: Path) -> Budget | None:
     """The grid's spending cap (``budget_usd``), shared through a ledger in the grid's folder."""
     limit = cfg.get("budget_usd")
     return None if limit is None else Budget(float(limit), grid_dir / SPEND_LEDGER)
-
-
-def plan_cell(cfg: Any, job_dir: Path, console: Console) -> None:
-    """A dry run of one cell: build every test's requests, send none, log nothing to MLflow;
-    write per test what the unsent requests would cost (``plan-<test>.json``)."""
-    cache = ResponseCache(_outputs(cfg) / "cache" / "responses.sqlite")
-    model: LanguageModel | None = None
-    job_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        dataset = apply_transform(load_dataset(cfg.dataset), cfg.transform, int(cfg.seed))
-        model = build_model(
-            cfg.model, cache, _outputs(cfg) / "weights", show_progress=False, plan=RequestPlan()
-        )
-        for name, test_cfg in test_plan(cfg.test):
-            cell = replace(Cell.from_config(cfg), test=name)
-            model.plan = RequestPlan()
-            note = skip_reason(cfg, name)
-            if not note:
-                try:
-                    get_test(name)(
-                        TestContext(
-                            dataset=dataset, model=model, params=test_cfg, seed=int(cfg.seed)
-                        )
-                    )
-                except Exception as exc:
-                    note = f"the test stopped on unsent answers: {type(exc).__name__}: {exc}"
-            row = {**cell.tags(), **model.plan.as_dict(model.price), "note": note[:300]}
-            (job_dir / f"plan-{name}.json").write_text(json.dumps(row, indent=2))
-            console.print(f"[dim]planned[/] {cell.run_name}: {model.plan.requests} requests")
-    except Exception as exc:
-        message = str(exc) if isinstance(exc, TabmemError) else f"{type(exc).__name__}: {exc}"
-        console.print(f"[bold red]cannot plan[/] {Cell.from_config(cfg).run_name}: {message}")
-        row = {**Cell.from_config(cfg).tags(), "requests": None, "note": message[:300]}
-        (job_dir / f"plan-{cfg.test.name}.json").write_text(json.dumps(row, indent=2))
-    finally:
-        if model is not None:
-            model.close()
-        cache.close()
 
 
 def _log_failure(

@@ -115,3 +115,12 @@ def test_a_cache_written_before_usage_was_kept_still_opens(tmp_path):
     assert cache.get("k") == "old answer" and cache.get_entry("k").usage == {}
     cache.put("k2", "m", "new", {"prompt_tokens": 3, "completion_tokens": 1})
     assert cache.get_entry("k2").usage == {"prompt_tokens": 3, "completion_tokens": 1}
+
+
+def test_a_dry_run_counts_a_request_once_per_model():
+    """A suite's second test asking what the first asked would be served from the cache."""
+    model = LanguageModel(MeteredBackend(), "m", show_progress=False, plan=RequestPlan())
+    model.run(requests(3))
+    model.plan = RequestPlan()
+    model.run(requests(4))
+    assert (model.plan.requests, model.plan.cached) == (1, 3)

@@ -144,6 +144,8 @@ class LanguageModel:
         self.price = price
         self.budget = budget
         self.plan = plan
+        self._planned: set[str] = set()
+        self._plan_lock = threading.Lock()
         self.budget_stop: str | None = None
 
     @property
@@ -226,8 +228,7 @@ class LanguageModel:
                     self.plan.add_cached()
                 return Response(text=hit.text, cached=True, usage=hit.usage)
         if self.plan is not None:
-            self.plan.add(prompt_tokens(self.backend, request), request.params.max_tokens)
-            return Response(text="", error="not sent: dry run")
+            return self._plan(self.plan, key, request)
         response = self._call_with_retries(request)
         if response.error is None:
             self.stats.add(empty_answers=int(response.text == ""))
@@ -235,6 +236,18 @@ class LanguageModel:
             if self.cache is not None:
                 self.cache.put(key, self.name, response.text, response.usage)
         return response
+
+    def _plan(self, plan: RequestPlan, key: str, request: Request) -> Response:
+        """Dry run: count the request, once per model (an earlier test of the cell would have
+        cached its answer), and answer that it was not sent."""
+        with self._plan_lock:
+            repeated = key in self._planned
+            self._planned.add(key)
+        if repeated:
+            plan.add_cached()
+        else:
+            plan.add(prompt_tokens(self.backend, request), request.params.max_tokens)
+        return Response(text="", error="not sent: dry run")
 
     def _count_usage(self, usage: dict[str, int]) -> None:
         """Add a fresh answer's reported tokens and their cost (to the grid's budget too)."""
