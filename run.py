@@ -25,7 +25,9 @@ def main(cfg: DictConfig) -> None:
     from tabmem.runner import run_cell
 
     hydra_cfg = HydraConfig.get()
-    outcomes = run_cell(cfg, OmegaConf.to_yaml(cfg), Path(hydra_cfg.runtime.output_dir))
+    job_dir = Path(hydra_cfg.runtime.output_dir)
+    grid_dir = Path(hydra_cfg.sweep.dir) if hydra_cfg.mode == RunMode.MULTIRUN else job_dir
+    outcomes = run_cell(cfg, OmegaConf.to_yaml(cfg), job_dir, grid_dir=grid_dir)
     if any(o.status == "failed" for o in outcomes) and hydra_cfg.mode == RunMode.RUN:
         sys.exit(1)
 

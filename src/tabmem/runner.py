@@ -1,4 +1,8 @@
-"""Run one grid cell: load the dataset, build the model, run the test, track the result."""
+"""Run one grid cell: load the dataset, build the model, run the test, track the result.
+
+``dry_run=true`` builds the cell's requests without sending any and without an MLflow run, and
+writes what they would cost (``plan-<test>.json``); ``budget_usd`` caps the spend of the grid.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from tabmem.data.registry import resolve_path, spec_from_config
 from tabmem.data.transforms import apply_transform
 from tabmem.data.twin import twin_info
 from tabmem.errors import DatasetError, ProviderError, TabmemError
+from tabmem.llm.budget import Budget, BudgetReached
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.registry import build_model
@@ -27,6 +32,8 @@ from tabmem.tests.base import TestContext, get_test
 from tabmem.tracking.store import TrackingStore, default_tracking_uri
 
 CELL_GLOB = "cell-*.json"
+PLAN_GLOB = "plan-*.json"
+SPEND_LEDGER = "spend.json"
 
 
 @dataclass
@@ -44,6 +51,24 @@ class CellOutcome:
     message: str = ""
     model_calls: int = 0
     cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_answers: int = 0
+
+    def add_calls(self, calls: dict[str, float]) -> None:
+        """Take the calls, tokens and dollars of the cell's queries."""
+        for name in (
+            "model_calls",
+            "cache_hits",
+            "prompt_tokens",
+            "completion_tokens",
+            "cached_prompt_tokens",
+            "unpriced_answers",
+        ):
+            setattr(self, name, int(calls.get(name, 0)))
+        self.cost_usd = float(calls.get("cost_usd", 0.0))
 
     def write(self, folder: Path) -> None:
         """One file per test of the cell, read back by the end-of-run summary."""
@@ -51,12 +76,13 @@ class CellOutcome:
         (folder / f"cell-{self.test}.json").write_text(json.dumps(asdict(self), indent=2))
 
 
-def _outputs(cfg: Any) -> Path:
+def outputs_dir(cfg: Any) -> Path:
+    """The resolved ``outputs_dir``: runs, MLflow store, cache and weights live there."""
     return Path(str(cfg.outputs_dir)).expanduser().resolve()
 
 
 def open_store(cfg: Any) -> TrackingStore:
-    outputs = _outputs(cfg)
+    outputs = outputs_dir(cfg)
     uri = cfg.tracking.uri or default_tracking_uri(outputs)
     artifact_root = Path(str(cfg.tracking.artifact_root or outputs / "mlartifacts"))
     return TrackingStore(
@@ -155,10 +181,22 @@ def skip_reason(cfg: Any, test: str) -> str:
 
 
 def run_cell(
-    cfg: Any, resolved_yaml: str, job_dir: Path, console: Console | None = None
+    cfg: Any,
+    resolved_yaml: str,
+    job_dir: Path,
+    console: Console | None = None,
+    grid_dir: Path | None = None,
 ) -> list[CellOutcome]:
-    """Run one cell (every test of a suite) end to end; never raises for a cell's own failure."""
+    """Run one cell (every test of a suite) end to end; never raises for a cell's own failure.
+
+    ``grid_dir`` is the folder of the whole run or sweep, where the budget's ledger lives.
+    """
     console = console or Console()
+    if cfg.get("dry_run"):
+        from tabmem.dry_run import plan_cell
+
+        plan_cell(cfg, job_dir, console)
+        return []
     store = open_store(cfg)
     suite = str(cfg.test.name) if cfg.test.get("suite") else ""
     pending: list[tuple[Cell, dict[str, Any], Any]] = []
@@ -179,7 +217,10 @@ def run_cell(
         else:
             pending.append((cell, params, test_cfg))
     if pending:
-        outcomes += _run_pending(cfg, store, pending, suite, resolved_yaml, job_dir, console)
+        budget = grid_budget(cfg, grid_dir or job_dir)
+        outcomes += _run_pending(
+            cfg, store, pending, suite, resolved_yaml, job_dir, console, budget
+        )
     for outcome in outcomes:
         outcome.write(job_dir)
     return outcomes
@@ -193,16 +234,21 @@ def _run_pending(
     resolved_yaml: str,
     job_dir: Path,
     console: Console,
+    budget: Budget | None = None,
 ) -> list[CellOutcome]:
     """Load the data and the model once, then run and log each pending test."""
     outcomes: list[CellOutcome] = []
-    cache = ResponseCache(_outputs(cfg) / "cache" / "responses.sqlite")
+    cache = ResponseCache(outputs_dir(cfg) / "cache" / "responses.sqlite")
     model: LanguageModel | None = None
     try:
         try:
             dataset = apply_transform(load_dataset(cfg.dataset), cfg.transform, int(cfg.seed))
             model = build_model(
-                cfg.model, cache, _outputs(cfg) / "weights", show_progress=bool(cfg.progress)
+                cfg.model,
+                cache,
+                outputs_dir(cfg) / "weights",
+                show_progress=bool(cfg.progress),
+                budget=budget,
             )
         except Exception as exc:
             return [
@@ -211,21 +257,49 @@ def _run_pending(
             ]
         for cell, params, test_cfg in pending:
             before = model.stats.as_dict()
+            model.budget_stop = None
             try:
                 result = get_test(cell.test)(
                     TestContext(dataset=dataset, model=model, params=test_cfg, seed=int(cfg.seed))
                 )
+                if model.budget_stop:
+                    raise BudgetReached(
+                        f"{model.budget_stop}; the answers received are cached, and a re-run "
+                        "with a larger budget_usd resumes from them"
+                    )
                 raise_if_every_query_failed(result)
                 result.info.update(twin_info(dataset))
             except Exception as exc:
+                calls = {k: v - before[k] for k, v in model.stats.as_dict().items()}
                 outcomes.append(
-                    _log_failure(store, cell, params, suite, job_dir, resolved_yaml, exc, console)
+                    _log_failure(
+                        store,
+                        cell,
+                        params,
+                        suite,
+                        job_dir,
+                        resolved_yaml,
+                        exc,
+                        console,
+                        model,
+                        calls,
+                    )
                 )
                 continue
             calls = {k: v - before[k] for k, v in model.stats.as_dict().items()}
             outcomes.append(
                 _log_result(
-                    store, cell, params, suite, job_dir, resolved_yaml, result, calls, cfg, console
+                    store,
+                    cell,
+                    params,
+                    suite,
+                    job_dir,
+                    resolved_yaml,
+                    result,
+                    calls,
+                    cfg,
+                    console,
+                    model.endpoint,
                 )
             )
         return outcomes
@@ -235,11 +309,21 @@ def _run_pending(
         cache.close()
 
 
-def _tags(cell: Cell, params: dict[str, Any], suite: str, job_dir: Path) -> dict[str, str]:
+def _tags(
+    cell: Cell, params: dict[str, Any], suite: str, job_dir: Path, endpoint: str = ""
+) -> dict[str, str]:
     tags = {**cell.tags(), "config_hash": config_hash(params), "sweep_dir": str(job_dir.parent)}
     if suite:
         tags["suite"] = suite
+    if endpoint:
+        tags["endpoint"] = endpoint
     return tags
+
+
+def grid_budget(cfg: Any, grid_dir: Path) -> Budget | None:
+    """The grid's spending cap (``budget_usd``), shared through a ledger in the grid's folder."""
+    limit = cfg.get("budget_usd")
+    return None if limit is None else Budget(float(limit), grid_dir / SPEND_LEDGER)
 
 
 def _log_failure(
@@ -251,16 +335,26 @@ def _log_failure(
     resolved_yaml: str,
     exc: Exception,
     console: Console,
+    model: LanguageModel | None = None,
+    calls: dict[str, float] | None = None,
 ) -> CellOutcome:
-    """A failed cell: logged as a FAILED run with its error; one sentence on the terminal."""
+    """A failed cell: logged as a FAILED run with its error (and the tokens and dollars its
+    queries used before it failed); one sentence on the terminal."""
     message = str(exc) if isinstance(exc, TabmemError) else f"{type(exc).__name__}: {exc}"
     texts = {"config.yaml": resolved_yaml}
     if not isinstance(exc, TabmemError):
         texts["traceback.txt"] = "".join(traceback.format_exception(exc))
-    tags = {**_tags(cell, params, suite, job_dir), "verdict": "failed", "error": message[:5000]}
-    run_id = store.log_cell(cell.run_name, tags, params, {}, {}, texts, failed=True)
+    endpoint = model.endpoint if model is not None else ""
+    tags = {
+        **_tags(cell, params, suite, job_dir, endpoint),
+        "verdict": "failed",
+        "error": message[:5000],
+    }
+    run_id = store.log_cell(cell.run_name, tags, params, calls or {}, {}, texts, failed=True)
     console.print(f"[bold red]failed[/] {cell.run_name}: {message}")
-    return CellOutcome(**cell.tags(), status="failed", run_id=run_id, message=message)
+    outcome = CellOutcome(**cell.tags(), status="failed", run_id=run_id, message=message)
+    outcome.add_calls(calls or {})
+    return outcome
 
 
 def _log_result(
@@ -271,9 +365,10 @@ def _log_result(
     job_dir: Path,
     resolved_yaml: str,
     result: TestResult,
-    calls: dict[str, int],
+    calls: dict[str, float],
     cfg: Any,
     console: Console,
+    endpoint: str = "",
 ) -> CellOutcome:
     """A finished cell: verdict, figures, every query and the config, as one FINISHED run."""
     console.print(f"[bold]{cell.run_name}[/]")
@@ -286,7 +381,7 @@ def _log_result(
         "info": result.info,
     }
     tags = {
-        **_tags(cell, params, suite, job_dir),
+        **_tags(cell, params, suite, job_dir, endpoint),
         **info_tags(result),
         "verdict": result.verdict.value,
         "reason": result.reason[:5000],
@@ -305,12 +400,12 @@ def _log_result(
         figures=result.figures,
     )
     close_figures(result)
-    return CellOutcome(
+    outcome = CellOutcome(
         **cell.tags(),
         status="finished",
         verdict=result.verdict.value,
         figure=headline(result),
         run_id=run_id,
-        model_calls=calls["model_calls"],
-        cache_hits=calls["cache_hits"],
     )
+    outcome.add_calls(calls)
+    return outcome

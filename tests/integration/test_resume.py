@@ -22,7 +22,18 @@ from tabmem.llm.faults import FlakyServer
 
 GRID = ("-m", "model=resumable", "dataset=iris,titanic", "test=header")
 ANSWERS_BEFORE_KILL = 3
-IGNORED_METRICS = {"model_calls", "cache_hits", "retries", "failed_calls", "empty_answers"}
+CALL_METRICS = {"model_calls", "cache_hits", "retries", "failed_calls", "empty_answers"}
+# How tokens split between fresh and cached answers (and so the cost) depends on when the
+# kill came; their sums do not.
+USAGE_METRICS = {
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_prompt_tokens",
+    "cached_completion_tokens",
+    "cost_usd",
+    "unpriced_answers",
+}
+IGNORED_METRICS = CALL_METRICS | USAGE_METRICS
 
 
 def wait_for(condition, timeout: float = 300.0) -> None:
@@ -129,6 +140,12 @@ def test_the_resumed_sweep_ends_with_the_same_results(runs):
         assert run.data.tags["config_hash"] == reference.data.tags["config_hash"], cell
         kept = {k: v for k, v in reference.data.metrics.items() if k not in IGNORED_METRICS}
         assert {k: run.data.metrics[k] for k in kept} == kept, cell
+        for side in ("prompt", "completion"):
+            tokens = [
+                m[f"{side}_tokens"] + m[f"cached_{side}_tokens"]
+                for m in (run.data.metrics, reference.data.metrics)
+            ]
+            assert tokens[0] == tokens[1], (cell, side)
         assert queries(runs["crashed"], run) == queries(runs["whole"], reference), cell
 
 

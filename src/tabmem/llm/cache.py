@@ -1,9 +1,9 @@
 """The response cache: sqlite, keyed by backend identity + request, written as answers arrive.
 
-The key holds the backend's full identity (provider, model, api_base, weights hash),
-the messages or prompt, every generation parameter and the sample index, so one
-model is never served another model's answers and a re-run resumes where a crash
-stopped.
+The key holds the backend's full identity (provider, model, the endpoint it resolved, weights
+hash), the messages or prompt, every generation parameter and the sample index, so one model is
+never served another model's answers and a re-run resumes where a crash stopped. Each answer is
+stored with the token usage its provider reported, so a cache hit can say what it saved.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from tabmem.llm.base import Request
@@ -29,6 +30,14 @@ def cache_key(identity: dict[str, str], request: Request) -> str:
     }
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class CachedAnswer:
+    """A stored answer and the usage its provider reported when it was asked (empty if none)."""
+
+    text: str
+    usage: dict[str, int]
 
 
 class ResponseCache:
@@ -50,19 +59,41 @@ class ResponseCache:
                 "key TEXT PRIMARY KEY, model TEXT, text TEXT, "
                 "created REAL DEFAULT (unixepoch('subsec')))"
             )
+            self._add_usage_column()
             self._conn.commit()
 
-    def get(self, key: str) -> str | None:
-        with self._lock:
-            row = self._conn.execute("SELECT text FROM responses WHERE key = ?", (key,)).fetchone()
-        return None if row is None else row[0]
+    def _add_usage_column(self) -> None:
+        """Caches written before usage was recorded get the column (another process may add
+        it at the same moment)."""
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(responses)")}
+        if "usage" in columns:
+            return
+        try:
+            self._conn.execute("ALTER TABLE responses ADD COLUMN usage TEXT")
+        except sqlite3.OperationalError as exc:
+            if "duplicate column" not in str(exc):
+                raise
 
-    def put(self, key: str, model: str, text: str) -> None:
+    def get(self, key: str) -> str | None:
+        entry = self.get_entry(key)
+        return None if entry is None else entry.text
+
+    def get_entry(self, key: str) -> CachedAnswer | None:
+        """The stored answer with its reported usage, or None."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT text, usage FROM responses WHERE key = ?", (key,)
+            ).fetchone()
+        if row is None:
+            return None
+        return CachedAnswer(row[0], json.loads(row[1]) if row[1] else {})
+
+    def put(self, key: str, model: str, text: str, usage: dict[str, int] | None = None) -> None:
         """Store one answer and commit at once, so a crashed or killed process never loses it."""
         with self._lock:
             self._conn.execute(
-                "INSERT OR REPLACE INTO responses (key, model, text) VALUES (?, ?, ?)",
-                (key, model, text),
+                "INSERT OR REPLACE INTO responses (key, model, text, usage) VALUES (?, ?, ?, ?)",
+                (key, model, text, json.dumps(usage) if usage else None),
             )
             self._conn.commit()
 

@@ -6,6 +6,11 @@ and jitter, never sooner than the server's Retry-After, which also pauses every 
 the model; a provider that refuses the model (wrong key, unknown model) stops the batch's
 remaining queries from being sent at all. Empty completions are answers (cached, counted in
 ``empty_answers``); the tests score them as misses.
+
+Every fresh answer's reported token usage is counted (``prompt_tokens``, ``completion_tokens``)
+and priced (``cost_usd``); cached answers count apart (``cached_prompt_tokens``, no cost). With a
+``Budget`` no request is sent once the grid's spend reached it; in a dry run (``plan``) nothing
+is sent at all: uncached requests are counted in the plan and answered as not sent.
 """
 
 from __future__ import annotations
@@ -21,33 +26,57 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from tabmem.errors import ProviderError, TransientProviderError
 from tabmem.llm.base import Backend, Request, Response
+from tabmem.llm.budget import Budget
 from tabmem.llm.cache import ResponseCache, cache_key
+from tabmem.llm.plan import RequestPlan, prompt_tokens
+from tabmem.llm.pricing import Price
 
 
 @dataclass
 class CallStats:
-    """How a batch of queries was answered: fresh calls, cache hits, retries, failures."""
+    """How a batch of queries was answered: fresh calls, cache hits, retries, failures, and
+    the tokens and dollars the provider reported for them."""
 
     model_calls: int = 0
     cache_hits: int = 0
     retries: int = 0
     failures: int = 0
     empty_answers: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    cached_completion_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_answers: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def add(self, **counts: int) -> None:
+    def add(self, **counts: float) -> None:
         with self._lock:
             for name, value in counts.items():
                 setattr(self, name, getattr(self, name) + value)
 
-    def as_dict(self) -> dict[str, int]:
+    def as_dict(self) -> dict[str, float]:
         return {
             "model_calls": self.model_calls,
             "cache_hits": self.cache_hits,
             "retries": self.retries,
             "failed_calls": self.failures,
             "empty_answers": self.empty_answers,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cached_prompt_tokens": self.cached_prompt_tokens,
+            "cached_completion_tokens": self.cached_completion_tokens,
+            "cost_usd": self.cost_usd,
+            "unpriced_answers": self.unpriced_answers,
         }
+
+    def add_cached(self, usage: dict[str, int]) -> None:
+        """One answer served without asking: its tokens count apart, at no cost."""
+        self.add(
+            cache_hits=1,
+            cached_prompt_tokens=usage.get("prompt_tokens", 0),
+            cached_completion_tokens=usage.get("completion_tokens", 0),
+        )
 
 
 @dataclass
@@ -81,7 +110,11 @@ class _Pause:
 
 
 class LanguageModel:
-    """One model as the tests see it: ``run`` answers a list of requests in order."""
+    """One model as the tests see it: ``run`` answers a list of requests in order.
+
+    ``price`` turns reported usage into dollars (None: unknown); ``budget`` caps the spend of
+    the grid; ``plan`` makes this a dry run that sends nothing and counts what it would send.
+    """
 
     def __init__(
         self,
@@ -93,6 +126,9 @@ class LanguageModel:
         max_concurrency: int = 1,
         retry: RetryPolicy | None = None,
         show_progress: bool = True,
+        price: Price | None = None,
+        budget: Budget | None = None,
+        plan: RequestPlan | None = None,
     ) -> None:
         self.backend = backend
         self.name = name
@@ -105,6 +141,17 @@ class LanguageModel:
         self.stats = CallStats()
         self._pause = _Pause()
         self._refused: str | None = None
+        self.price = price
+        self.budget = budget
+        self.plan = plan
+        self._planned: set[str] = set()
+        self._plan_lock = threading.Lock()
+        self.budget_stop: str | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """Where this model's requests go ("" for models that run here)."""
+        return str(self.backend.identity.get("endpoint", ""))
 
     def count_tokens(self, text: str) -> int:
         """Tokens as the backend counts them, else a cautious estimate of one per 3 characters."""
@@ -155,7 +202,7 @@ class LanguageModel:
         for key in keys:
             response = by_key[key]
             if key in seen:
-                self.stats.add(cache_hits=1)
+                self.stats.add_cached(response.usage)
                 response = Response(response.text, True, response.error, dict(response.usage))
             seen.add(key)
             out.append(response)
@@ -173,16 +220,46 @@ class LanguageModel:
 
     def _answer(self, key: str, request: Request) -> Response:
         if self.cache is not None:
-            hit = self.cache.get(key)
+            hit = self.cache.get_entry(key)
             if hit is not None:
-                self.stats.add(cache_hits=1, empty_answers=int(hit == ""))
-                return Response(text=hit, cached=True)
+                self.stats.add_cached(hit.usage)
+                self.stats.add(empty_answers=int(hit.text == ""))
+                if self.plan is not None:
+                    self.plan.add_cached()
+                return Response(text=hit.text, cached=True, usage=hit.usage)
+        if self.plan is not None:
+            return self._plan(self.plan, key, request)
         response = self._call_with_retries(request)
         if response.error is None:
             self.stats.add(empty_answers=int(response.text == ""))
+            self._count_usage(response.usage)
             if self.cache is not None:
-                self.cache.put(key, self.name, response.text)
+                self.cache.put(key, self.name, response.text, response.usage)
         return response
+
+    def _plan(self, plan: RequestPlan, key: str, request: Request) -> Response:
+        """Dry run: count the request, once per model (an earlier test of the cell would have
+        cached its answer), and answer that it was not sent."""
+        with self._plan_lock:
+            repeated = key in self._planned
+            self._planned.add(key)
+        if repeated:
+            plan.add_cached()
+        else:
+            plan.add(prompt_tokens(self.backend, request), request.params.max_tokens)
+        return Response(text="", error="not sent: dry run")
+
+    def _count_usage(self, usage: dict[str, int]) -> None:
+        """Add a fresh answer's reported tokens and their cost (to the grid's budget too)."""
+        prompt, completion = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
+        self.stats.add(prompt_tokens=prompt, completion_tokens=completion)
+        if self.price is None:
+            self.stats.add(unpriced_answers=1)
+            return
+        cost = self.price.cost(prompt, completion)
+        self.stats.add(cost_usd=cost)
+        if self.budget is not None and cost:
+            self.budget.add(cost)
 
     def _call_with_retries(self, request: Request) -> Response:
         attempt = 0
@@ -191,9 +268,14 @@ class LanguageModel:
             if self._refused is not None:
                 self.stats.add(failures=1)
                 return Response(text="", error=f"not sent: {self._refused}")
+            if self.budget is not None and (stop := self.budget.reached()):
+                self.budget_stop = stop
+                self.stats.add(failures=1)
+                return Response(text="", error=f"not sent: {stop}")
             self.stats.add(model_calls=1)
             try:
-                return Response(text=self._call(request) or "")
+                text = self._call(request) or ""
+                return Response(text=text, usage=self._reported_usage())
             except TransientProviderError as exc:
                 if attempt >= self.retry.max_retries:
                     self.stats.add(failures=1)
@@ -210,6 +292,11 @@ class LanguageModel:
             except Exception as exc:
                 self.stats.add(failures=1)
                 return Response(text="", error=f"{type(exc).__name__}: {exc}")
+
+    def _reported_usage(self) -> dict[str, int]:
+        """The usage the backend reported for this thread's last answer, if it reports any."""
+        take = getattr(self.backend, "take_usage", None)
+        return dict(take()) if callable(take) else {}
 
     def _call(self, request: Request) -> str:
         if request.messages is not None:

@@ -16,10 +16,11 @@ schedule decides, for each attempt of each request, whether to fail it instead:
 Schedules are deterministic: a seeded one draws each attempt's fault from the request body, the
 attempt number and the seed alone, so the same grid meets the same faults whatever the order in
 which its concurrent requests arrive. Every request is logged (``arrivals``), so tests can check
-that the server saw exactly the queries and retries the client counted. ``latency`` makes every
-answer take a fixed time (benchmarks), and ``hold_after(n)`` lets n more requests through and
-keeps every later one waiting until ``release()`` (to kill a client while nothing is in flight
-but held requests).
+that the server saw exactly the queries and retries the client counted, and the token usage
+it reported is tallied (``usage_totals``), so tests can check the client's counts. ``latency``
+makes every answer take a fixed time (benchmarks), and ``hold_after(n)`` lets n more requests
+through and keeps every later one waiting until ``release()`` (to kill a client while nothing is
+in flight but held requests).
 
 Manual use: ``python -m tabmem.llm.faults --latency 0.2`` prints the base URL and serves until
 it is stopped.
@@ -48,6 +49,7 @@ from tabmem.llm.local_server import AppHTTPServer, LocalServer
 from tabmem.llm.oracle.models import rng_for
 
 GENERATION_PATHS = ("/v1/chat/completions", "/v1/completions")
+USAGE_KEYS = ("prompt_tokens", "completion_tokens")
 
 
 class Fault(StrEnum):
@@ -211,6 +213,7 @@ class FlakyServer(LocalServer):
         self._arrivals: list[Arrival] = []
         self._attempts: Counter[str] = Counter()
         self._answered: list[str] = []
+        self._usage: Counter[str] = Counter()
         self._passes_left: int | None = None
         self._n_held = 0
         self._released = threading.Event()
@@ -232,6 +235,12 @@ class FlakyServer(LocalServer):
         """The keys of requests answered with a completion (an empty one included)."""
         with self._lock:
             return list(self._answered)
+
+    @property
+    def usage_totals(self) -> dict[str, int]:
+        """``prompt_tokens`` and ``completion_tokens`` summed over every answer's ``usage``."""
+        with self._lock:
+            return {k: self._usage[k] for k in USAGE_KEYS}
 
     def fault_counts(self) -> Counter[str]:
         """How many attempts met each fault (``"answered"`` for the others)."""
@@ -322,7 +331,12 @@ class FlakyServer(LocalServer):
 
     def _answer(self, path: str, raw: bytes, body: Any) -> Reply:
         payload = json.dumps(body).encode() if body is not None else raw
-        return self._json_reply(*self.oracle.handle_post(path, payload))
+        status, reply = self.oracle.handle_post(path, payload)
+        usage = reply.get("usage") if status == HTTPStatus.OK else None
+        if isinstance(usage, dict):
+            with self._lock:
+                self._usage.update({k: int(usage.get(k, 0)) for k in USAGE_KEYS})
+        return self._json_reply(status, reply)
 
     def _faulty_reply(self, fault: Fault, path: str) -> Reply:
         """The reply (or silence) that stands for ``fault``."""

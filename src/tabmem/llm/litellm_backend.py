@@ -14,6 +14,11 @@ Errors come out in three kinds: ``TransientProviderError`` (timeout, 429, 5xx, d
 connection, an unreadable reply: worth retrying, with the server's Retry-After), ``ProviderError``
 (a wrong key, a model the server does not have: no later query can succeed either) and
 ``QueryError`` (this one query was refused). Their messages never hold the API key.
+
+The endpoint is resolved once (``tabmem.llm.endpoint``: config, environment, provider default),
+handed to litellm and the SDK explicitly and kept in the identity, so the cache never serves one
+endpoint's answers as another's. Each answer's reported token usage is kept for the caller
+(``take_usage``, per thread, as workers answer concurrently).
 """
 
 from __future__ import annotations
@@ -22,13 +27,15 @@ import email.utils
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from tabmem.errors import ConfigError, ProviderError, TransientProviderError
 from tabmem.llm.base import GenerationParams, Message
-from tabmem.llm.openai_http import OpenAICompatibleClient, QueryError
+from tabmem.llm.endpoint import resolve_endpoint
+from tabmem.llm.openai_http import OpenAICompatibleClient, QueryError, reported_usage
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -77,7 +84,8 @@ class LiteLLMBackend:
     """Chat and plain completion through litellm, with our own retries and cache around it.
 
     ``api_key_env`` / ``api_base_env`` name environment variables; they are read here,
-    once, and a missing one stops the cell before the first query.
+    once, and a missing one stops the cell before the first query (unless
+    ``require_credentials`` is false: a dry run sends nothing, so it needs no key).
     """
 
     def __init__(
@@ -91,6 +99,7 @@ class LiteLLMBackend:
         timeout: float = 60.0,
         extra_params: dict[str, Any] | None = None,
         transport: str = "auto",
+        require_credentials: bool = True,
     ) -> None:
         if transport not in TRANSPORTS:
             raise ConfigError(
@@ -98,7 +107,7 @@ class LiteLLMBackend:
             )
         if api_base_env and not api_base:
             api_base = os.environ.get(api_base_env)
-            if not api_base:
+            if not api_base and require_credentials:
                 raise ProviderError(
                     f"Model '{name}' needs the server URL in ${api_base_env}; "
                     f"export {api_base_env}=http://host:port/v1 or choose another model."
@@ -106,7 +115,7 @@ class LiteLLMBackend:
         self._api_key: str | None = None
         if api_key_env:
             self._api_key = os.environ.get(api_key_env)
-            if not self._api_key:
+            if not self._api_key and require_credentials:
                 raise ProviderError(
                     f"Model '{name}' needs an API key in ${api_key_env}; export it, or run "
                     "a local model such as model=smollm2-135m."
@@ -114,21 +123,36 @@ class LiteLLMBackend:
         self.name = name
         self.model = model
         self.completion_model = completion_model or model
-        self.api_base = api_base
+        self.endpoint = resolve_endpoint(model, api_base)
+        self.completion_endpoint = (
+            self.endpoint
+            if self.completion_model == model
+            else resolve_endpoint(self.completion_model, api_base)
+        )
+        self.api_base = self.endpoint.explicit
+        self._bases = {
+            model: self.api_base,
+            self.completion_model: self.completion_endpoint.explicit,
+        }
+        self._usage = threading.local()
         self.timeout = timeout
         self.extra_params = dict(extra_params or {})
         self._openai_client: Any = None
         self._litellm: Any = None
         self._direct: OpenAICompatibleClient | None = None
-        if transport == "auto" and api_base:
+        if transport == "auto" and self.api_base:
             self._direct = OpenAICompatibleClient(
-                api_base, self._api_key, timeout, name, retry_after_seconds
+                self.api_base, self._api_key, timeout, name, retry_after_seconds
             )
+        # "endpoint" replaces the config's "api_base" of earlier identities, so entries cached
+        # before endpoints were resolved (maybe from a server named only by the environment)
+        # never match again.
         self.identity = {
             "provider": "litellm",
             "model": model,
             "completion_model": self.completion_model,
-            "api_base": api_base or "",
+            "endpoint": self.endpoint.url,
+            "completion_endpoint": self.completion_endpoint.url,
         }
         if self.extra_params:
             self.identity["extra_params"] = json.dumps(self.extra_params, sort_keys=True)
@@ -154,8 +178,8 @@ class LiteLLMBackend:
             "num_retries": 0,
             "max_retries": 0,
         }
-        if self.api_base:
-            kwargs["api_base"] = self.api_base
+        if self._bases.get(model):
+            kwargs["api_base"] = self._bases[model]
         kwargs["api_key"] = self._api_key or "unused"
         client = self._client_for(model)
         if client is not None:
@@ -201,21 +225,35 @@ class LiteLLMBackend:
     def chat(self, messages: list[Message], params: GenerationParams) -> str:
         served = self._direct_name(self.model)
         if served is not None and self._direct is not None:
-            return self._direct.chat(served, messages, self._body(params))
+            text, usage = self._direct.chat(served, messages, self._body(params))
+            return self._answered(text, usage)
         lt = self._lite()
         response = self._call(lt.completion, messages=messages, **self._common(params, self.model))
-        return response.choices[0].message.content or ""
+        return self._answered(response.choices[0].message.content or "", response)
 
     def complete(self, prompt: str, params: GenerationParams) -> str:
         served = self._direct_name(self.completion_model)
         if served is not None and self._direct is not None:
-            return self._direct.complete(served, prompt, self._body(params))
+            text, usage = self._direct.complete(served, prompt, self._body(params))
+            return self._answered(text, usage)
         response = self._call(
             self._lite().text_completion,
             prompt=prompt,
             **self._common(params, self.completion_model),
         )
-        return response.choices[0].text or ""
+        return self._answered(response.choices[0].text or "", response)
+
+    def _answered(self, text: str, reply: Any) -> str:
+        """Keep the usage of this thread's answer for ``take_usage``; return the text."""
+        usage = reply if isinstance(reply, dict) else reported_usage(getattr(reply, "usage", None))
+        self._usage.value = usage
+        return text
+
+    def take_usage(self) -> dict[str, int]:
+        """The token usage reported for this thread's last answer (then forgotten)."""
+        usage = getattr(self._usage, "value", None) or {}
+        self._usage.value = None
+        return usage
 
     def _call(self, fn: Any, **kwargs: Any) -> Any:
         """Call litellm; sort its exceptions into transient, fatal and per-query ones."""

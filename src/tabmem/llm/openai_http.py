@@ -29,7 +29,8 @@ class QueryError(Exception):
 
 
 class OpenAICompatibleClient:
-    """``chat`` and ``complete`` against ``api_base`` (``…/v1``), returning the reply's text."""
+    """``chat`` and ``complete`` against ``api_base`` (``…/v1``), returning the reply's text and
+    the token usage the server reported."""
 
     def __init__(
         self,
@@ -47,14 +48,16 @@ class OpenAICompatibleClient:
             base_url=api_base.rstrip("/") + "/", timeout=timeout, headers=headers, limits=POOL
         )
 
-    def chat(self, model: str, messages: list[dict[str, str]], body: dict[str, Any]) -> str:
+    def chat(
+        self, model: str, messages: list[dict[str, str]], body: dict[str, Any]
+    ) -> tuple[str, dict[str, int]]:
         reply = self._post("chat/completions", {"model": model, "messages": messages, **body})
         content = _first_choice(reply).get("message", {}).get("content")
-        return _text(content)
+        return _text(content), reported_usage(reply.get("usage"))
 
-    def complete(self, model: str, prompt: str, body: dict[str, Any]) -> str:
+    def complete(self, model: str, prompt: str, body: dict[str, Any]) -> tuple[str, dict[str, int]]:
         reply = self._post("completions", {"model": model, "prompt": prompt, **body})
-        return _text(_first_choice(reply).get("text"))
+        return _text(_first_choice(reply).get("text")), reported_usage(reply.get("usage"))
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -92,6 +95,18 @@ class OpenAICompatibleClient:
 
     def close(self) -> None:
         self._http.close()
+
+
+def reported_usage(usage: Any) -> dict[str, int]:
+    """``prompt_tokens`` and ``completion_tokens`` as the provider reported them (a dict or
+    litellm's ``Usage``); empty when it reported none."""
+    if usage is None:
+        return {}
+    get = usage.get if isinstance(usage, dict) else lambda name: getattr(usage, name, None)
+    counts = {name: get(name) for name in ("prompt_tokens", "completion_tokens")}
+    if not any(isinstance(v, int) for v in counts.values()):
+        return {}
+    return {name: int(v) if isinstance(v, int) else 0 for name, v in counts.items()}
 
 
 def _first_choice(reply: dict[str, Any]) -> dict[str, Any]:

@@ -8,8 +8,11 @@ from typing import Any
 
 from tabmem.errors import ConfigError
 from tabmem.llm.base import Backend, GenerationParams, Message
+from tabmem.llm.budget import Budget
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel, RetryPolicy
+from tabmem.llm.plan import RequestPlan
+from tabmem.llm.pricing import model_price
 from tabmem.llm.weights import assembled_file, package_file
 
 
@@ -48,6 +51,10 @@ class OracleBackend:
     def complete(self, prompt: str, params: GenerationParams) -> str:
         return self._client.complete(prompt, params)
 
+    def take_usage(self) -> dict[str, int]:
+        """The token usage the oracle server reported for this thread's last answer."""
+        return self._client.take_usage()
+
     def count_tokens(self, text: str) -> int | None:
         return None
 
@@ -71,8 +78,11 @@ def _weights_path(cfg: Mapping[str, Any], weights_dir: Path) -> Path:
     raise ConfigError(f"Model '{cfg['name']}' has no weights: set weights.path or weights.package.")
 
 
-def build_backend(cfg: Mapping[str, Any], weights_dir: Path) -> Backend:
-    """The backend a model config names, or one clear error."""
+def build_backend(
+    cfg: Mapping[str, Any], weights_dir: Path, require_credentials: bool = True
+) -> Backend:
+    """The backend a model config names, or one clear error (a dry run, which sends nothing,
+    builds API models without their keys)."""
     kind = cfg.get("backend")
     name = cfg["name"]
     timeout = float(cfg.get("timeout", 60))
@@ -97,6 +107,7 @@ def build_backend(cfg: Mapping[str, Any], weights_dir: Path) -> Backend:
             api_key_env=cfg.get("api_key_env"),
             timeout=timeout,
             extra_params=dict(cfg.get("extra_params") or {}),
+            require_credentials=require_credentials,
         )
     if kind == "oracle":
         return OracleBackend(oracle=cfg["oracle"], name=name, timeout=timeout)
@@ -124,11 +135,20 @@ def build_model(
     cache: ResponseCache | None,
     weights_dir: Path,
     show_progress: bool = True,
+    budget: Budget | None = None,
+    plan: RequestPlan | None = None,
 ) -> LanguageModel:
-    """A cached, concurrent, retrying model from its config."""
+    """A cached, concurrent, retrying model from its config; priced, capped by ``budget``,
+    and sending nothing when ``plan`` is given (a dry run)."""
     retry = cfg.get("retry") or {}
+    price = model_price(cfg)
+    if budget is not None and price is None:
+        raise ConfigError(
+            f"budget_usd needs the price of model '{cfg['name']}', which litellm's cost map "
+            "lacks; set input_cost_per_token and output_cost_per_token in its config."
+        )
     return LanguageModel(
-        backend=build_backend(cfg, weights_dir),
+        backend=build_backend(cfg, weights_dir, require_credentials=plan is None),
         name=cfg["name"],
         prompt_form=cfg.get("prompt_form", "chat"),
         context_window=int(cfg.get("context_window", 4096)),
@@ -140,4 +160,7 @@ def build_model(
             max_delay=float(retry.get("max_delay", 60.0)),
         ),
         show_progress=show_progress,
+        price=price,
+        budget=budget,
+        plan=plan,
     )

@@ -1,4 +1,8 @@
-"""The table printed at the end of a run or sweep, from the cells' outcome files."""
+"""The table printed at the end of a run or sweep, from the cells' outcome files.
+
+It ends with the grid's spend (tokens and USD the providers reported); a dry run prints instead
+the bill it would run up (``plan_table``), one combined table for a whole sweep.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +15,15 @@ from hydra.experimental.callback import Callback
 from rich.console import Console
 from rich.table import Table
 
-from tabmem.runner import CELL_GLOB
+from tabmem.runner import CELL_GLOB, PLAN_GLOB
 
 STATUS_STYLE = {"finished": "green", "skipped": "dim", "failed": "bold red"}
 
 
-def read_outcomes(folder: Path) -> list[dict[str, Any]]:
-    """Every cell outcome written under ``folder`` (one per job directory)."""
-    files = sorted(folder.glob(CELL_GLOB))
-    files += sorted(folder.glob(f"*/{CELL_GLOB}"), key=lambda p: _job_number(p.parent.name))
+def read_outcomes(folder: Path, glob: str = CELL_GLOB) -> list[dict[str, Any]]:
+    """Every cell outcome (or dry-run plan) written under ``folder`` (one per job directory)."""
+    files = sorted(folder.glob(glob))
+    files += sorted(folder.glob(f"*/{glob}"), key=lambda p: _job_number(p.parent.name))
     return [json.loads(f.read_text()) for f in files]
 
 
@@ -39,6 +43,7 @@ def summary_table(outcomes: list[dict[str, Any]]) -> Table:
         "hits",
         "calls",
         "cached",
+        "cost $",
         "run id",
     ):
         table.add_column(column, overflow="fold")
@@ -54,9 +59,99 @@ def summary_table(outcomes: list[dict[str, Any]]) -> Table:
             o["figure"] or "-",
             str(o["model_calls"]),
             str(o["cache_hits"]),
+            _usd(o),
             o["run_id"][:12],
         )
     return table
+
+
+def _usd(outcome: dict[str, Any]) -> str:
+    """A cell's reported cost; '?' when some of its answers came from a model with no price."""
+    cost = f"{outcome.get('cost_usd', 0.0):.4f}"
+    return f"{cost}+?" if outcome.get("unpriced_answers") else cost
+
+
+def spend_line(outcomes: list[dict[str, Any]]) -> str:
+    """The grid's total spend: fresh tokens and USD as reported, cached tokens apart."""
+    total = {
+        key: sum(o.get(key, 0) for o in outcomes)
+        for key in (
+            "prompt_tokens",
+            "completion_tokens",
+            "cached_prompt_tokens",
+            "cost_usd",
+            "unpriced_answers",
+        )
+    }
+    text = (
+        f"Spend: ${total['cost_usd']:.4f} for {total['prompt_tokens']:,} prompt and "
+        f"{total['completion_tokens']:,} completion tokens "
+        f"({total['cached_prompt_tokens']:,} prompt tokens served from the cache, at no cost)"
+    )
+    if total["unpriced_answers"]:
+        text += f"; {total['unpriced_answers']} answers from models with unknown price"
+    return text + "."
+
+
+def plan_table(plans: list[dict[str, Any]]) -> Table:
+    """A dry run's bill, per cell and in total."""
+    table = Table(title="tabmem dry run: nothing was sent", show_lines=False)
+    columns = ("model", "dataset", "test", "transform", "requests", "cached")
+    for column in (*columns, "prompt tokens", "max completion tokens", "estimated $", "note"):
+        table.add_column(column, overflow="fold")
+    for p in plans:
+        table.add_row(
+            *(str(p.get(c, "")) for c in columns[:4]),
+            *(_count(p.get(c)) for c in ("requests", "cached", "prompt_tokens")),
+            _count(p.get("max_completion_tokens")),
+            _estimate(p),
+            str(p.get("note", "")),
+        )
+    sums = {
+        key: sum(p.get(key) or 0 for p in plans)
+        for key in ("requests", "cached", "prompt_tokens", "max_completion_tokens")
+    }
+    priced = [p["estimated_usd"] for p in plans if p.get("estimated_usd") is not None]
+    unknown = any(p.get("estimated_usd") is None and p.get("requests") for p in plans)
+    total = f"{sum(priced):.4f}" + (" + unknown price" if unknown else "")
+    table.add_section()
+    table.add_row(
+        "total",
+        "",
+        "",
+        "",
+        *(f"{sums[key]:,}" for key in sums),
+        f"[bold]{total}[/]",
+        "",
+    )
+    return table
+
+
+def _count(value: Any) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def _estimate(plan: dict[str, Any]) -> str:
+    if plan.get("requests") is None:
+        return "-"
+    if plan.get("estimated_usd") is None:
+        return "unknown price" if plan["requests"] else "0"
+    return f"{plan['estimated_usd']:.4f}"
+
+
+def print_plan(folder: Path, console: Console | None = None) -> None:
+    """The dry run's combined table, for one run or a whole sweep."""
+    console = console or Console(width=None if sys.stdout.isatty() else 160)
+    plans = read_outcomes(folder, PLAN_GLOB)
+    if not plans:
+        console.print(f"No dry-run plans under {folder}.")
+        return
+    console.print(plan_table(plans))
+    console.print(
+        "Estimates: prompt tokens as the model's tokenizer or litellm's counter counts them; "
+        "completions at their max_tokens (an upper bound); prices from the model config or "
+        "litellm's offline cost map. Nothing was sent, cached or logged."
+    )
 
 
 def print_summary(
@@ -75,6 +170,7 @@ def print_summary(
                 f"[bold red]failed[/] {o['model']} | {o['dataset']} | {o['test']}: {o['message']}"
             )
     counts = {s: sum(o["status"] == s for o in outcomes) for s in STATUS_STYLE}
+    console.print(spend_line(outcomes))
     console.print(
         f"{counts['finished']} finished, {counts['skipped']} skipped, {counts['failed']} failed. "
         f"MLflow runs: experiment '{experiment}' in {tracking_uri} (browse them with: make ui)."
@@ -94,6 +190,9 @@ class SummaryCallback(Callback):
     def _print(folder: Path, config: Any) -> None:
         from tabmem.tracking.store import default_tracking_uri
 
+        if config.get("dry_run"):
+            print_plan(folder)
+            return
         outputs = Path(str(config.outputs_dir)).expanduser().resolve()
         uri = config.tracking.uri or default_tracking_uri(outputs)
         print_summary(folder, uri, str(config.experiment))

@@ -1,0 +1,65 @@
+"""A dry run of one cell (``dry_run=true``): every request built, none sent, the bill written.
+
+The cell's tests run unchanged against a model that answers only from the cache and counts
+every other request (``tabmem.llm.plan``); no MLflow store is opened and nothing is cached.
+Each test writes ``plan-<test>.json`` into the job folder; the end-of-run summary gathers them
+into one table (``tabmem.report.summary.print_plan``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from tabmem.cell import Cell
+from tabmem.data import load_dataset
+from tabmem.data.transforms import apply_transform
+from tabmem.errors import TabmemError
+from tabmem.llm.cache import ResponseCache
+from tabmem.llm.client import LanguageModel
+from tabmem.llm.plan import RequestPlan
+from tabmem.llm.registry import build_model
+from tabmem.runner import outputs_dir, skip_reason, test_plan
+from tabmem.tests.base import TestContext, get_test
+
+
+def plan_cell(cfg: Any, job_dir: Path, console: Console) -> None:
+    """A dry run of one cell: build every test's requests, send none, log nothing to MLflow;
+    write per test what the unsent requests would cost (``plan-<test>.json``)."""
+    cache = ResponseCache(outputs_dir(cfg) / "cache" / "responses.sqlite")
+    model: LanguageModel | None = None
+    job_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        dataset = apply_transform(load_dataset(cfg.dataset), cfg.transform, int(cfg.seed))
+        model = build_model(
+            cfg.model, cache, outputs_dir(cfg) / "weights", show_progress=False, plan=RequestPlan()
+        )
+        for name, test_cfg in test_plan(cfg.test):
+            cell = replace(Cell.from_config(cfg), test=name)
+            model.plan = RequestPlan()
+            note = skip_reason(cfg, name)
+            if not note:
+                try:
+                    get_test(name)(
+                        TestContext(
+                            dataset=dataset, model=model, params=test_cfg, seed=int(cfg.seed)
+                        )
+                    )
+                except Exception as exc:
+                    note = f"the test stopped on unsent answers: {type(exc).__name__}: {exc}"
+            row = {**cell.tags(), **model.plan.as_dict(model.price), "note": note[:300]}
+            (job_dir / f"plan-{name}.json").write_text(json.dumps(row, indent=2))
+            console.print(f"[dim]planned[/] {cell.run_name}: {model.plan.requests} requests")
+    except Exception as exc:
+        message = str(exc) if isinstance(exc, TabmemError) else f"{type(exc).__name__}: {exc}"
+        console.print(f"[bold red]cannot plan[/] {Cell.from_config(cfg).run_name}: {message}")
+        row = {**Cell.from_config(cfg).tags(), "requests": None, "note": message[:300]}
+        (job_dir / f"plan-{cfg.test.name}.json").write_text(json.dumps(row, indent=2))
+    finally:
+        if model is not None:
+            model.close()
+        cache.close()

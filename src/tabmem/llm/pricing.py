@@ -1,0 +1,57 @@
+"""What a model's tokens cost: the model config's own prices, else litellm's offline cost map.
+
+A model config may set ``input_cost_per_token`` and ``output_cost_per_token`` (USD, litellm's
+names), which wins over the map: a self-hosted or discounted endpoint has its own price.
+Models that run here (weights, oracles, statistical baselines) cost nothing. A litellm model
+missing from the map (``LITELLM_LOCAL_MODEL_COST_MAP=True``: the copy shipped with litellm) has
+no price: its cost is reported as unknown, never guessed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+PRICE_KEYS = ("input_cost_per_token", "output_cost_per_token")
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per prompt token and per completion token."""
+
+    input_per_token: float
+    output_per_token: float
+    source: str
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return prompt_tokens * self.input_per_token + completion_tokens * self.output_per_token
+
+
+FREE = Price(0.0, 0.0, "runs here")
+
+
+def map_price(model: str) -> Price | None:
+    """``model``'s price in litellm's offline cost map, or None when the map has none."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:
+        return None
+    prices = [info.get(key) for key in PRICE_KEYS]
+    if any(not isinstance(p, int | float) for p in prices):
+        return None
+    return Price(float(prices[0]), float(prices[1]), "litellm cost map")
+
+
+def model_price(cfg: Mapping[str, Any]) -> Price | None:
+    """The price of the model a config names; None when it is unknown."""
+    if any(cfg.get(key) is not None for key in PRICE_KEYS):
+        given = [float(cfg.get(key) or 0.0) for key in PRICE_KEYS]
+        return Price(given[0], given[1], "model config")
+    if cfg.get("backend") != "litellm":
+        return FREE
+    return map_price(str(cfg["litellm_model"]))
