@@ -8,7 +8,7 @@ import pytest
 from tabmem.stats.auc import auc
 from tabmem.stats.min_k import min_k_score
 from tabmem.stats.order_structure import adjacency, row_features
-from tabmem.stats.permutation import add_one_p_value, paired_auc_test, rank_against_null
+from tabmem.stats.permutation import add_one_p_value, paired_sign_test, rank_against_null
 
 
 def test_auc_counts_ordered_pairs_and_half_ties():
@@ -38,27 +38,30 @@ def test_rank_against_null_reports_mean_and_sd():
     assert result.n_permutations == 3
 
 
-def test_paired_auc_test_separated_pairs_reach_the_smallest_p():
+def test_paired_sign_test_counts_pairs_and_uses_the_exact_binomial_tail():
+    # 5 wins, 2 losses, 1 tie: P(X >= 5) for X ~ Binomial(7, 1/2) = (21 + 7 + 1) / 128
+    result = paired_sign_test([2, 2, 2, 2, 2, 0, 0, 1], [1, 1, 1, 1, 1, 1, 1, 1])
+    assert (result.wins, result.losses, result.ties) == (5, 2, 1)
+    assert result.win_rate == pytest.approx(5 / 7)
+    assert result.p_value == pytest.approx(29 / 128)
+
+
+def test_paired_sign_test_keeps_the_pairing():
+    # Each real row beats its own contrast by a little and rows differ by a lot: the unpaired
+    # AUC stays near 0.5 (78 of 144), the pairs say that every real row wins.
     real = [float(i) + 0.5 for i in range(12)]
-    fake = [float(i) for i in range(12)]
-    result = paired_auc_test(real, fake, n_permutations=999, seed=1)
-    # every real row beats its own copy, but not every copy of other rows: AUC by hand
-    wins = sum((r > f) + 0.5 * (r == f) for r in real for f in fake)
-    assert result.statistic == pytest.approx(wins / 144)
-    assert result.p_value < 0.05
+    other = [float(i) for i in range(12)]
+    assert auc(real, other) == pytest.approx(78 / 144)
+    result = paired_sign_test(real, other)
+    assert (result.wins, result.win_rate) == (12, 1.0)
+    assert result.p_value == pytest.approx(0.5**12)
 
 
-def test_paired_auc_test_equal_scores_are_not_significant():
-    scores = [random.Random(i).random() for i in range(20)]
-    result = paired_auc_test(scores, scores, n_permutations=199, seed=0)
-    assert result.statistic == 0.5
-    assert result.p_value == 1.0  # every relabelling gives 0.5 as well
-
-
-def test_paired_auc_test_is_seeded():
-    a = paired_auc_test([1, 2, 3, 4], [1.5, 1, 2, 5], 100, seed=7)
-    b = paired_auc_test([1, 2, 3, 4], [1.5, 1, 2, 5], 100, seed=7)
-    assert a == b
+def test_paired_sign_test_all_ties_and_bad_input():
+    result = paired_sign_test([1.0, 2.0], [1.0, 2.0])
+    assert (result.win_rate, result.p_value, result.ties) == (0.5, 1.0, 2)
+    with pytest.raises(ValueError):
+        paired_sign_test([1.0], [1.0, 2.0])
 
 
 def test_min_k_score_averages_the_lowest_tokens():

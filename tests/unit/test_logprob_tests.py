@@ -1,8 +1,11 @@
 """min_k_prob and row_order on hand-made files, with scripted models that can or cannot score."""
 
+import math
 import random
+from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tabmem.data import Dataset, DatasetSpec
@@ -10,8 +13,9 @@ from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.logprobs import ScoreRequest
 from tabmem.results import Verdict
+from tabmem.stats.contrast import ContrastTable, raw_fields
 from tabmem.tests.base import TestContext
-from tabmem.tests.min_k_prob import nudge_number, perturb_row, row_pairs, run_min_k_prob
+from tabmem.tests.min_k_prob import row_pairs, run_min_k_prob
 from tabmem.tests.row_order import run_row_order, shuffled_orders
 
 # Values scattered by a multiplicative hash: no column is sorted, so rows are exchangeable.
@@ -19,6 +23,27 @@ TEXT = "x,y,label\n" + "".join(
     f"{i * 37 % 101}.{i * 7 % 10},{i * 53 % 97},k{i % 3}\n" for i in range(1, 41)
 )
 SORTED = "id,value\n" + "".join(f"{i},{i * 13 % 17}\n" for i in range(1, 41))
+
+# A census-like file whose formats a model can know without the rows: a row counter, income
+# always written with ".0", a sparse count (mostly 0), hours heaped at 40, and an education
+# code that the education's name determines.
+EDUCATION = {"HS-grad": "9", "Bachelors": "13", "Masters": "14", "Doctorate": "16"}
+
+
+def _census_row(i: int) -> str:
+    education = list(EDUCATION)[(i * 7 % 11) % 4]
+    gain = str(1000 + i * 13 % 500) if i % 7 == 0 else "0"
+    hours = str(20 + i * 11 % 40) if i % 3 == 0 else "40"
+    label = ">50K" if (i * 29 % 13) > 8 else "<=50K"
+    return (
+        f"{i},{20 + i * 37 % 50}, {education},{EDUCATION[education]},"
+        f"{1000 + (i * 53 % 97) * 31}.0,{gain},{hours}, {label}\n"
+    )
+
+
+CENSUS = "id,age,education,education_num,income,gain,hours,label\n" + "".join(
+    _census_row(i) for i in range(1, 201)
+)
 
 
 def dataset(text=TEXT, name="toy"):
@@ -57,6 +82,37 @@ class ScoringBackend:
         pass
 
 
+class RowMemorizer(ScoringBackend):
+    """Knows every row of the file as a line, whatever comes before it."""
+
+    def logprobs(self, text, context=""):
+        self.calls += 1
+        known = f"\n{text}\n" in self.file_text
+        return [-0.1 if known else -2.0] * len(text)
+
+
+class DistributionKnower(ScoringBackend):
+    """Knows how the file's columns are written and distributed, none of its rows: one token
+    per field, the log of the value's share of its column as written (a value never written
+    so, a format break, gets half a count), and a token for whether the education code goes
+    with the education's name."""
+
+    def __init__(self, file_text):
+        super().__init__(file_text, memorizer=False)
+        lines = file_text.splitlines()
+        fields = [line.split(",") for line in lines[1:]]
+        self.columns = [Counter(c) for c in zip(*fields, strict=True)]
+        self.n = len(lines) - 1
+        self.pairs = {(f[2], f[3]) for f in fields}
+
+    def logprobs(self, text, context=""):
+        self.calls += 1
+        fields = text.split(",")
+        shares = [max(c[v], 0.5) / self.n for c, v in zip(self.columns, fields, strict=True)]
+        pair = 1.0 if (fields[2], fields[3]) in self.pairs else 0.5 / self.n
+        return [math.log(s) for s in [*shares, pair]]
+
+
 class NoScoreBackend(ScoringBackend):
     logprobs = None
 
@@ -65,46 +121,97 @@ def model(backend, cache=None):
     return LanguageModel(backend, "m", prompt_form="completion", cache=cache, show_progress=False)
 
 
-def context(backend, data=None, **params):
-    return TestContext(data or dataset(), model(backend), {"n_permutations": 199, **params}, 0)
+def context(backend, data=None, seed=0, **params):
+    return TestContext(data or dataset(), model(backend), {"n_permutations": 199, **params}, seed)
 
 
-def test_nudge_number_keeps_the_format_and_moves_one_unit():
-    rng = random.Random(0)
-    assert nudge_number("5.1", rng) in {"5.0", "5.2"}
-    assert nudge_number("0", rng) == "1"
-    assert nudge_number("9", rng) == "8"
-    assert nudge_number("10", rng) == "11"
-    assert nudge_number(".28", rng) in {".27", ".29"}
-    assert nudge_number("k1", rng) is None
+def census_columns():
+    rows = [r.split(",") for r in dataset(CENSUS, "census").rows]
+    return [Counter(c) for c in zip(*rows, strict=True)]
 
 
-def test_perturbed_rows_differ_only_in_numbers_and_are_never_real_rows():
-    pairs = row_pairs(dataset(), 15, 1, 0.5, random.Random(0))
-    rows = set(dataset().rows)
-    assert len(pairs) == 15
-    for pair in pairs:
-        assert pair.perturbed not in rows
-        assert pair.real.split(",")[2] == pair.perturbed.split(",")[2]
-        assert pair.context.startswith("x,y,label\n")
-        assert pair.context.endswith("\n")
-    assert perturb_row("a,b", ",", 0.5, random.Random(0)) is None
+def test_contrast_rows_take_every_value_as_its_column_writes_it():
+    data = dataset(CENSUS, "census")
+    sample = row_pairs(data, 60, 0, 0.5, 5, np.random.default_rng(0))
+    columns = census_columns()
+    file_pairs = {(r.split(",")[2], r.split(",")[3]) for r in data.rows}
+    assert len(sample.pairs) == 60
+    for pair in sample.pairs:
+        fields = pair.contrast.split(",")
+        assert pair.contrast != pair.real
+        assert all(v in column for v, column in zip(fields, columns, strict=True))
+        assert fields[0] == pair.real.split(",")[0]  # the row counter never moves
+        assert (fields[2], fields[3]) in file_pairs  # education and its code move together
+        assert pair.context == data.header + "\n"
+        assert pair.replaced and "id" not in pair.replaced
+
+
+def test_quoted_and_missing_fields_are_taken_whole_from_their_column():
+    text = "id,name,age,fare\n" + "".join(
+        f'{i},"Name{i % 9}, Mr. X",{"" if i % 4 == 0 else 20 + i % 30},{i * 7 % 50}.25\n'
+        for i in range(1, 61)
+    )
+    data = dataset(text, "quoted")
+    columns = [set(c) for c in zip(*(raw_fields(r, ",") for r in data.rows), strict=True)]
+    sample = row_pairs(data, 20, 0, 0.5, 5, np.random.default_rng(0))
+    assert len(sample.pairs) == 20
+    for pair in sample.pairs:
+        fields = raw_fields(pair.contrast, ",")
+        assert all(v in column for v, column in zip(fields, columns, strict=True))
+
+
+def test_contrast_columns_move_in_blocks_and_counters_stay():
+    table = ContrastTable(dataset(CENSUS, "census").rows, ",", 8)
+    assert table.ordered == (0,)
+    assert (2, 3) in table.blocks
+    assert all(0 not in block for block in table.blocks)
+
+
+def test_a_donor_with_the_same_values_drops_the_pair_instead_of_redrawing():
+    # `gain` is mostly 0: redrawing until the donor differs would pair real zeros with rare
+    # contrasts (about 4 real zeros for each contrast zero; a model that likes zeros would
+    # win); dropping the pair keeps the two sides alike.
+    text = "a,gain\n" + "".join(f"{i * 7 % 13},{0 if i % 5 else 100 + i}\n" for i in range(400))
+    moved, zeros_real, zeros_contrast, dropped = 0, 0, 0, 0
+    for seed in range(4):
+        sample = row_pairs(dataset(text, "sparse"), 100, 0, 0.5, 5, np.random.default_rng(seed))
+        gain = [p for p in sample.pairs if "gain" in p.replaced]
+        moved += len(gain)
+        zeros_real += sum(p.real.endswith(",0") for p in gain)
+        zeros_contrast += sum(p.contrast.endswith(",0") for p in gain)
+        dropped += sample.dropped
+    assert dropped > 0 and moved > 60
+    assert abs(zeros_real - zeros_contrast) <= 0.25 * moved
 
 
 def test_min_k_prob_memorizer_is_evidence():
-    result = run_min_k_prob(context(ScoringBackend(TEXT), n_rows=20))
+    result = run_min_k_prob(context(RowMemorizer(TEXT), n_rows=20))
     assert result.verdict == Verdict.EVIDENCE, result.reason
-    assert result.metrics["auc"] == 1.0
+    assert result.metrics["win_rate"] == 1.0
     assert result.n_hits == result.n_queries == 20
-    assert result.p_value < 0.01
+    assert result.p_value == pytest.approx(0.5**20)
     assert result.baseline == 0.5
 
 
-def test_min_k_prob_without_memory_is_no_evidence():
-    result = run_min_k_prob(context(ScoringBackend(TEXT, memorizer=False), n_rows=20))
-    assert result.verdict == Verdict.NO_EVIDENCE
-    assert result.metrics["auc"] == 0.5
-    assert result.p_value == 1.0
+@pytest.mark.parametrize("seed", range(5))
+def test_min_k_prob_a_model_that_knows_formats_and_distribution_gets_no_evidence(seed):
+    # The old contrasts (last digit moved) broke formats: `4074.0` -> `4074.1`, `0` -> `1`,
+    # education codes that no education has; this scorer found every one of them.
+    backend = DistributionKnower(CENSUS)
+    result = run_min_k_prob(context(backend, dataset(CENSUS, "census"), seed=seed, n_rows=50))
+    assert result.verdict != Verdict.EVIDENCE, result.reason
+    assert result.metrics["pairs_scored"] == 50
+    assert result.metrics["win_rate"] < 0.65
+    assert result.p_value > 0.01
+
+
+def test_min_k_prob_the_distribution_knower_finds_format_breaks():
+    # The same scorer is not blind: a contrast with one broken format is always found.
+    backend = DistributionKnower(CENSUS)
+    real = dataset(CENSUS, "census").rows[3]
+    broken = real.replace(".0,", ".1,")
+    score = model(backend).logprobs([ScoreRequest(real), ScoreRequest(broken)])
+    assert min(score[0].logprobs) > min(score[1].logprobs)
 
 
 def test_min_k_prob_without_logprobs_is_not_applicable():
@@ -121,6 +228,13 @@ def test_min_k_prob_failed_scores_are_failed_queries_not_crashes():
     result = run_min_k_prob(context(Failing(TEXT), n_rows=12))
     assert result.verdict == Verdict.NOT_APPLICABLE
     assert all(r.error and "device lost" in r.error for r in result.records)
+
+
+def test_min_k_prob_without_a_varying_column_is_not_applicable():
+    text = "a,b\n" + "".join(f"x,{i}\n" for i in range(30))  # one column varies: no contrast
+    result = run_min_k_prob(context(RowMemorizer(text), dataset(text, "flat")))
+    assert result.verdict == Verdict.NOT_APPLICABLE
+    assert "got a contrast row" in result.reason
 
 
 def test_row_order_memorizer_beats_every_shuffle():
@@ -161,12 +275,3 @@ def test_scores_are_cached_under_their_own_kind(tmp_path):
     assert [r.logprobs for r in again] == [r.logprobs for r in first]
     assert all(r.cached for r in again)
     assert model(NoScoreBackend(TEXT)).logprobs(requests) is None
-
-
-def test_quoted_fields_are_kept_exactly_and_only_unquoted_numbers_move():
-    row = '1,"Braund, Mr. Owen",22,"7"'
-    perturbed = perturb_row(row, ",", 1.0, random.Random(0))
-    assert perturbed.count('"Braund, Mr. Owen"') == 1
-    assert perturbed.endswith(',"7"')
-    assert perturbed.split(",")[0] in {"0", "2"}
-    assert perturbed.split(",")[-2] in {"21", "23"}

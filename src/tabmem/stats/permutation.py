@@ -1,4 +1,5 @@
-"""Permutation tests with exact, add-one p-values (never 0, valid at any number of draws).
+"""Permutation tests: add-one Monte Carlo p-values (never 0, valid at any number of draws),
+and the paired sign test, whose permutation distribution is known exactly.
 
 Why: the log-probability tests compare what a model prefers on real data with the same
 data rearranged; under "the model has not memorized it" the arrangement is exchangeable,
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tabmem.stats.auc import auc
+from tabmem.stats.pvalues import binomial_greater
 
 
 @dataclass(frozen=True)
@@ -42,24 +43,39 @@ def _result(observed: float, null: np.ndarray) -> PermutationResult:
     )
 
 
-def paired_auc_test(
-    real: Sequence[float], perturbed: Sequence[float], n_permutations: int, seed: int
-) -> PermutationResult:
-    """AUC of real against perturbed scores; the null swaps the two labels within each pair.
+@dataclass(frozen=True)
+class SignTest:
+    """Pairs where the first score is higher (wins), lower (losses) or equal (ties), the share
+    of untied pairs won, and the exact one-sided p-value of that many wins."""
 
-    ``real[i]`` and ``perturbed[i]`` belong to the same row. If the model cannot tell a
-    row from its perturbed copy, which of the two is labelled real is a coin flip.
+    wins: int
+    losses: int
+    ties: int
+    win_rate: float
+    p_value: float
+
+
+def paired_sign_test(first: Sequence[float], second: Sequence[float]) -> SignTest:
+    """Does ``first[i]`` beat ``second[i]`` in more pairs than a coin flip would?
+
+    Swapping the two labels within pairs at random (the permutation null when the two members
+    of a pair are exchangeable) turns each untied pair into a win or a loss with probability
+    1/2, so the number of wins is Binomial(untied pairs, 1/2) and the add-one Monte Carlo
+    p-value is replaced by the exact binomial tail. Ties carry no information and are left out.
     """
-    a = np.asarray(real, dtype=float)
-    b = np.asarray(perturbed, dtype=float)
+    a = np.asarray(first, dtype=float)
+    b = np.asarray(second, dtype=float)
     if a.shape != b.shape or a.size == 0:
-        raise ValueError("paired_auc_test needs two equally long, non-empty score lists")
-    rng = np.random.default_rng(seed)
-    null = np.empty(n_permutations)
-    for i in range(n_permutations):
-        swap = rng.random(a.size) < 0.5
-        null[i] = auc(np.where(swap, b, a), np.where(swap, a, b))
-    return _result(auc(a, b), null)
+        raise ValueError("paired_sign_test needs two equally long, non-empty score lists")
+    wins, losses = int(np.sum(a > b)), int(np.sum(a < b))
+    untied = wins + losses
+    return SignTest(
+        wins=wins,
+        losses=losses,
+        ties=int(a.size - untied),
+        win_rate=wins / untied if untied else 0.5,
+        p_value=binomial_greater(wins, untied, 0.5),
+    )
 
 
 def rank_against_null(observed: float, null: Sequence[float]) -> PermutationResult:
