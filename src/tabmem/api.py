@@ -72,7 +72,7 @@ class CellResult:
     run_id: str = ""
     tracking_uri: str = ""
     message: str = ""
-    _queries: pd.DataFrame | None = field(default=None, repr=False)
+    _queries: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_outcome(cls, outcome: CellOutcome, store: TrackingStore) -> CellResult:
