@@ -114,7 +114,8 @@ class CellResult:
 
     def __repr__(self) -> str:
         lines = [f"<CellResult {self.model} | {self.dataset} | {self.test} | {self.transform}>"]
-        lines.append(f"  verdict:  {self.verdict} ({self.status})")
+        state = self.message if self.status == "skipped" and self.message else self.status
+        lines.append(f"  verdict:  {self.verdict}, {state}")
         if self.run_id and self.status != "failed":
             figures = f"{self.n_hits}/{self.n_queries} hits"
             for label, value in (("rate", self.rate), ("baseline", self.baseline)):
@@ -123,7 +124,7 @@ class CellResult:
             if self.p_value is not None:
                 figures += f", p-value {self.p_value:.3g}"
             lines.append(f"  figures:  {figures}")
-        if self.reason or self.message:
+        if self.reason or self.status == "failed":
             lines.append(f"  reason:   {_short(self.reason or self.message)}")
         if self.run_id:
             lines.append(f"  MLflow:   run {self.run_id} in {self.tracking_uri}")
