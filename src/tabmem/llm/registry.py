@@ -124,9 +124,13 @@ def build_backend(
         from tabmem.llm.baselines import BaselineBackend
 
         return BaselineBackend.from_config(cfg)
+    if kind == "python":
+        from tabmem.llm.python_backend import PythonBackend
+
+        return PythonBackend.from_config(cfg)
     raise ConfigError(
         f"Model '{name}' has backend '{kind}', which tabmem does not know; "
-        "use llama_cpp, litellm, oracle, baseline, transformers or vllm."
+        "use llama_cpp, litellm, oracle, baseline, transformers, vllm or python."
     )
 
 

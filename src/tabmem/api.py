@@ -1,0 +1,354 @@
+"""The Python API: ``tabmem.run`` and ``tabmem.grid``, the CLI's cells from a notebook.
+
+Both compose the configuration with Hydra's compose API from the repository's ``conf/`` (the
+same defaults, groups and override syntax as ``python run.py``), run each cell through
+``tabmem.runner.run_cell`` and read the result back from the same MLflow store, so a cell run
+here and the same cell run from the CLI are one experiment (same config hash, same metrics).
+A dataset may also be a CSV path or a DataFrame, and a model a Python callable or object
+(docs/python-api.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tabmem.errors import ConfigError, DatasetError
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from omegaconf import DictConfig
+
+    from tabmem.runner import CellOutcome
+    from tabmem.tracking.store import TrackingStore
+
+RESULT_COLUMNS = (
+    "model",
+    "dataset",
+    "test",
+    "transform",
+    "status",
+    "verdict",
+    "n_queries",
+    "n_hits",
+    "rate",
+    "baseline",
+    "p_value",
+    "reason",
+    "run_id",
+)
+
+
+@dataclass
+class CellResult:
+    """One test of one cell as MLflow holds it: counts, statistic, baseline, p-value, verdict.
+
+    ``rate`` is the test's statistic (hits per query, or the test's own rate); ``metrics`` holds
+    every number the run logged. ``status`` is ``finished``, ``skipped`` (finished earlier: the
+    figures are that run's) or ``failed`` (``message`` says why). ``queries`` loads the query
+    records (prompt, expected, completion, score) from the run's artifacts on first use.
+    """
+
+    model: str
+    dataset: str
+    test: str
+    transform: str
+    status: str
+    verdict: str
+    reason: str = ""
+    n_queries: int = 0
+    n_hits: int = 0
+    rate: float | None = None
+    baseline: float | None = None
+    p_value: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    run_id: str = ""
+    tracking_uri: str = ""
+    message: str = ""
+    _queries: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_outcome(cls, outcome: CellOutcome, store: TrackingStore) -> CellResult:
+        """The outcome's MLflow run read back (a cell skipped without a run keeps its reason)."""
+        cell = {k: getattr(outcome, k) for k in ("model", "dataset", "test", "transform")}
+        if not outcome.run_id:
+            status = outcome.status
+            return cls(**cell, status=status, verdict=status, message=outcome.message)
+        run = store.client.get_run(outcome.run_id)
+        metrics, tags = dict(run.data.metrics), run.data.tags
+        return cls(
+            **cell,
+            status=outcome.status,
+            verdict=tags.get("verdict", outcome.status),
+            reason=tags.get("reason") or tags.get("error", ""),
+            n_queries=int(metrics.get("n_queries", 0)),
+            n_hits=int(metrics.get("n_hits", 0)),
+            rate=metrics.get("rate"),
+            baseline=metrics.get("baseline"),
+            p_value=metrics.get("p_value"),
+            metrics=metrics,
+            run_id=outcome.run_id,
+            tracking_uri=store.uri,
+            message=outcome.message,
+        )
+
+    @property
+    def queries(self) -> pd.DataFrame:
+        """Every query of the run (the ``queries.json`` artifact); empty when it logged none."""
+        if self._queries is None:
+            self._queries = _load_queries(self.tracking_uri, self.run_id)
+        return self._queries
+
+    def to_frame(self) -> pd.DataFrame:
+        """The result as a one-row DataFrame (the columns of ``tabmem.grid``)."""
+        import pandas as pd
+
+        return pd.DataFrame([{column: getattr(self, column) for column in RESULT_COLUMNS}])
+
+    def __repr__(self) -> str:
+        lines = [f"<CellResult {self.model} | {self.dataset} | {self.test} | {self.transform}>"]
+        state = self.message if self.status == "skipped" and self.message else self.status
+        lines.append(f"  verdict:  {self.verdict}, {state}")
+        if self.run_id and self.status != "failed":
+            figures = f"{self.n_hits}/{self.n_queries} hits"
+            for label, value in (("rate", self.rate), ("baseline", self.baseline)):
+                if value is not None:
+                    figures += f", {label} {value:.3g}"
+            if self.p_value is not None:
+                figures += f", p-value {self.p_value:.3g}"
+            lines.append(f"  figures:  {figures}")
+        if self.reason or self.status == "failed":
+            lines.append(f"  reason:   {_short(self.reason or self.message)}")
+        if self.run_id:
+            lines.append(f"  MLflow:   run {self.run_id} in {self.tracking_uri}")
+        return "\n".join(lines)
+
+
+def run(
+    model: Any = None,
+    dataset: Any = None,
+    test: str | None = None,
+    transform: str | None = "original",
+    *,
+    name: str | None = None,
+    model_name: str | None = None,
+    force: bool = False,
+    quiet: bool = False,
+    **overrides: Any,
+) -> CellResult | list[CellResult]:
+    """Run one cell as ``python run.py model=… dataset=… test=… transform=…`` would.
+
+    ``model``: a config name (``conf/model/``), or a callable / object with ``complete`` and/or
+    ``chat`` (named by ``model_name``). ``dataset``: a config name, a CSV path, or a DataFrame
+    (named by ``name``). ``overrides`` are the CLI's overrides as keywords, ``__`` or ``.`` for
+    the dots: ``test__n_queries=5`` or ``**{"test.n_queries": 5}``, ``outputs_dir="out"``.
+    A finished cell is read back, not run again, unless ``force=True``. Returns a
+    ``CellResult``, or one per member test when ``test`` names a suite.
+    """
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from omegaconf import OmegaConf
+    from rich.console import Console
+
+    from tabmem.runner import open_store, run_cell
+
+    given = [f"{key.replace('__', '.')}={override_value(v)}" for key, v in overrides.items()]
+    given.append(f"force={override_value(force)}")
+    groups = [f"{g}={v}" for g, v in (("test", test), ("transform", transform)) if v is not None]
+    outputs = outputs_path(compose_config([o for o in given if o.startswith("outputs_dir=")]))
+    choices = [
+        *model_overrides(model, model_name),
+        *dataset_overrides(dataset, name, outputs),
+        *groups,
+    ]
+    cfg = compose_config([*choices, *given])
+    job_dir = outputs / "runs" / datetime.now().strftime("%Y-%m-%d/%H-%M-%S-%f")
+    outcomes = run_cell(cfg, OmegaConf.to_yaml(cfg), job_dir, Console(quiet=quiet))
+    store = open_store(cfg)
+    results = [CellResult.from_outcome(outcome, store) for outcome in outcomes]
+    return results[0] if len(results) == 1 and not cfg.test.get("suite") else results
+
+
+def grid(
+    models: Sequence[Any] | Mapping[str, Any],
+    datasets: Sequence[Any] | Mapping[str, Any],
+    tests: Sequence[str],
+    transforms: Sequence[str] = ("original",),
+    *,
+    force: bool = False,
+    quiet: bool = False,
+    **overrides: Any,
+) -> pd.DataFrame:
+    """Every cell of models × datasets × tests × transforms, one row per test run.
+
+    The cells run one after another in this process (a Python model lives only here), each as
+    ``run`` runs it. A mapping gives names: ``{"mine": my_callable}``, ``{"people": frame}``.
+    """
+    import pandas as pd
+
+    frames = []
+    for model_name, model in _named(models, "model"):
+        for name, dataset in _named(datasets, "dataset"):
+            for test in tests:
+                for transform in transforms:
+                    result = run(
+                        model,
+                        dataset,
+                        test,
+                        transform,
+                        name=name,
+                        model_name=model_name,
+                        force=force,
+                        quiet=quiet,
+                        **overrides,
+                    )
+                    for one in result if isinstance(result, list) else [result]:
+                        frames.append(one.to_frame())
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RESULT_COLUMNS)
+
+
+def config_dir() -> Path:
+    """The ``conf/`` folder the API composes from: ``$TABMEM_ROOT/conf``, else the repository
+    holding this package's ``src/`` (see ``tabmem.paths``)."""
+    from tabmem.paths import conf_dir
+
+    found = conf_dir()
+    if not (found / "config.yaml").is_file():
+        raise ConfigError(
+            f"tabmem's configs are not at {found}: set TABMEM_ROOT to the repository root "
+            "(the folder holding conf/ and data/)."
+        )
+    return found
+
+
+def compose_config(overrides: Sequence[str]) -> DictConfig:
+    """The job config ``python run.py <overrides>`` would get (without the ``hydra`` node)."""
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(str(config_dir()), job_name="tabmem", version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides))
+
+
+def outputs_path(cfg: Any) -> Path:
+    return Path(str(cfg.outputs_dir)).expanduser().resolve()
+
+
+def override_value(value: Any) -> str:
+    """A Python value in Hydra's override syntax (strings quoted, so ``"1"`` stays a string)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str | os.PathLike):
+        text = re.sub(r"(\\+)('|$)", lambda m: m.group(1) * 2 + m.group(2), str(value))
+        return "'" + text.replace("'", "\\'") + "'"
+    if isinstance(value, Mapping):
+        return "{" + ",".join(f"{k}:{override_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, Iterable):
+        return "[" + ",".join(override_value(v) for v in value) + "]"
+    raise ConfigError(f"Cannot pass a {type(value).__name__} as a config value.")
+
+
+def safe_name(text: str) -> str:
+    """A name fit for run names and file names: word characters, dots and dashes."""
+    return re.sub(r"[^\w.-]+", "-", text).strip("-") or "unnamed"
+
+
+def model_overrides(model: Any, model_name: str | None) -> list[str]:
+    """``model=<config>``, or ``model=python`` with the registered object's identity."""
+    if model is None or isinstance(model, str):
+        if model_name:
+            raise ConfigError("model_name= names a Python model; a config keeps its own name.")
+        return [f"model={model}"] if model else []
+    from tabmem.llm.python_backend import prompt_form_of, register
+
+    given = model_name or getattr(model, "__name__", None) or type(model).__name__
+    if "<" in given:
+        raise ConfigError("Give a lambda a name with model_name=...: the name is its identity.")
+    callable_name = register(model, safe_name(given))
+    return [
+        "model=python",
+        f"model.name={override_value(safe_name(given))}",
+        f"model.callable={override_value(callable_name)}",
+        f"model.prompt_form={prompt_form_of(model)}",
+    ]
+
+
+def dataset_overrides(dataset: Any, name: str | None, outputs: Path) -> list[str]:
+    """``dataset=<config>``, or ``dataset=csv`` with the file's path, name and sha256.
+
+    A DataFrame is first written as canonical CSV text under ``<outputs>/datasets/``.
+    """
+    import pandas as pd
+
+    from tabmem.data.frames import text_sha256, write_frame
+    from tabmem.data.registry import read_canonical_text
+
+    if isinstance(dataset, pd.DataFrame):
+        if not name:
+            raise ConfigError("A DataFrame needs a name: tabmem.run(dataset=frame, name=...).")
+        path, digest = write_frame(dataset, safe_name(name), outputs / "datasets")
+        return _file_overrides(safe_name(name), path, digest)
+    if dataset is None or (
+        isinstance(dataset, str) and (config_dir() / "dataset" / f"{dataset}.yaml").is_file()
+    ):
+        if name:
+            raise ConfigError("name= names a CSV file or a DataFrame; a config keeps its own.")
+        return [f"dataset={dataset}"] if dataset else []
+    path = Path(dataset).expanduser()
+    if not path.is_file():
+        raise DatasetError(
+            f"Dataset '{dataset}' is neither a config in {config_dir() / 'dataset'} nor a file."
+        )
+    label = safe_name(name or path.stem)
+    return _file_overrides(label, path.resolve(), text_sha256(read_canonical_text(path, label)))
+
+
+def _file_overrides(name: str, path: Path, digest: str) -> list[str]:
+    return [
+        "dataset=csv",
+        f"dataset.name={override_value(name)}",
+        f"dataset.path={override_value(str(path))}",
+        f"dataset.sha256={override_value(digest)}",
+    ]
+
+
+def _named(items: Sequence[Any] | Mapping[str, Any], group: str) -> list[tuple[str | None, Any]]:
+    """(name, item) pairs: a mapping's keys name Python models, files and frames (a config keeps
+    its own name); a list names none."""
+    if not isinstance(items, Mapping):
+        return [(None, item) for item in items]
+    folder = config_dir() / group
+    return [
+        (None if isinstance(v, str) and (folder / f"{v}.yaml").is_file() else k, v)
+        for k, v in items.items()
+    ]
+
+
+def _load_queries(tracking_uri: str, run_id: str) -> pd.DataFrame:
+    import pandas as pd
+    from mlflow.tracking import MlflowClient
+
+    if not run_id:
+        return pd.DataFrame()
+    client = MlflowClient(tracking_uri=tracking_uri)
+    if "queries.json" not in {a.path for a in client.list_artifacts(run_id)}:
+        return pd.DataFrame()
+    with tempfile.TemporaryDirectory() as folder:
+        local = client.download_artifacts(run_id, "queries.json", folder)
+        table = json.loads(Path(local).read_text(encoding="utf-8"))
+    return pd.DataFrame(table["data"], columns=table["columns"])
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
