@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from tabmem.data import Dataset, DatasetSpec
+from tabmem.errors import ConfigError
 from tabmem.llm.client import LanguageModel
 from tabmem.results import Verdict
 from tabmem.tests.base import TestContext
@@ -100,3 +101,27 @@ def test_predictable_first_token_leaves_no_power(block):
     # runs of equal tokens: the previous rows tell the next token almost always
     assert result.verdict is Verdict.NOT_APPLICABLE
     assert "baseline" in result.reason
+
+
+def test_too_few_rows_to_score_the_baseline_is_not_applicable():
+    result = run(ROWS[:45])  # 42 rows have three rows before them
+    assert result.verdict is Verdict.NOT_APPLICABLE
+    assert "baseline_min_rows=50" in result.reason
+    assert run(ROWS[:45], baseline_min_rows=40).verdict is Verdict.EVIDENCE
+
+
+def test_each_query_is_compared_with_the_cross_fitted_predictor_on_its_row():
+    result = run(ROWS, truthful=False)
+    chance = result.metrics["baseline_chance"]
+    for record in result.records:
+        expected = 1.0 if record.extra["baseline_right"] else chance
+        assert record.extra["baseline"] == pytest.approx(expected)
+    assert result.baseline == pytest.approx(
+        sum(r.extra["baseline"] for r in result.records) / len(result.records)
+    )
+    assert result.metrics["baseline_scored_positions"] == len(ROWS) - 3
+
+
+def test_baselines_cannot_see_more_rows_than_the_model():
+    with pytest.raises(ConfigError, match="context_rows"):
+        run(ROWS, context_rows=12)

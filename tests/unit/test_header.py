@@ -3,7 +3,10 @@
 import random
 from pathlib import Path
 
+import pytest
+
 from tabmem.data import Dataset, DatasetSpec
+from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.llm.client import LanguageModel
 from tabmem.prompts.fewshot import fit_to_context
@@ -19,16 +22,21 @@ def tiny_dataset(name="tiny"):
 
 
 class TruthBackend:
-    """Completes every prompt with the file's true continuation, or with junk."""
+    """Completes every prompt with the file's true continuation, with junk, or (``rows=k``)
+    with the rest of the cut row and ``k`` true rows, then junk."""
 
-    def __init__(self, truthful):
-        self.truthful = truthful
-        self.identity = {"provider": "test", "model": str(truthful)}
+    def __init__(self, truthful, rows=None):
+        self.truthful, self.rows = truthful, rows
+        self.identity = {"provider": "test", "model": f"{truthful}-{rows}"}
 
     def complete(self, prompt, params):
         if not self.truthful:
             return "9,9,nobody\n"
-        return TEXT[len(prompt) :][: 4 * params.max_tokens]
+        following = TEXT[len(prompt) :]
+        if self.rows is not None:
+            kept = following.split("\n")[: self.rows + 1]
+            return "\n".join(kept) + "\n9,9,nobody\n"
+        return following[: 4 * params.max_tokens]
 
     def chat(self, messages, params):
         return self.complete(messages[-1]["content"], params)
@@ -40,8 +48,8 @@ class TruthBackend:
         pass
 
 
-def run(truthful, form="completion", **params):
-    model = LanguageModel(TruthBackend(truthful), "m", prompt_form=form, show_progress=False)
+def run(truthful, form="completion", rows=None, **params):
+    model = LanguageModel(TruthBackend(truthful, rows), "m", prompt_form=form, show_progress=False)
     ctx = TestContext(tiny_dataset(), model, {"few_shot_pool": [], **params}, seed=3)
     return run_header_test(ctx)
 
@@ -85,3 +93,34 @@ def test_fit_to_context_drops_examples_then_gives_up():
     fitted = fit_to_context(build, 3, len, 260, params)
     assert fitted.request is not None and fitted.dropped_examples == 1
     assert fit_to_context(build, 3, len, 40, params).request is None
+
+
+def test_one_row_after_the_cut_is_evidence_only_under_the_paper_rule():
+    strict = run(True, rows=1)
+    assert strict.verdict is Verdict.AMBIGUOUS
+    assert strict.metrics["best_verbatim_rows"] == 1
+    assert strict.metrics["splits_reaching_1_row"] == 4
+    assert strict.metrics["splits_reaching_2_rows"] == 0
+    assert (strict.metrics["evidence_strict"], strict.metrics["evidence_paper"]) == (0.0, 1.0)
+    assert strict.info["verdict_paper"] == "evidence" and strict.n_hits == 0
+    paper = run(True, rows=1, rule="paper")
+    assert paper.verdict is Verdict.EVIDENCE and paper.n_hits == 4
+    assert paper.info["verdict_strict"] == "ambiguous"
+
+
+def test_two_rows_after_the_cut_are_evidence_under_both_rules():
+    result = run(True, rows=2)
+    assert result.verdict is Verdict.EVIDENCE
+    assert result.metrics["splits_reaching_2_rows"] == 4
+    assert (result.metrics["evidence_strict"], result.metrics["evidence_paper"]) == (1.0, 1.0)
+
+
+def test_finishing_the_cut_row_alone_counts_under_neither_rule():
+    result = run(True, rows=0, rule="paper")
+    assert result.verdict is Verdict.NO_EVIDENCE
+    assert result.metrics["splits_reaching_1_row"] == 0
+
+
+def test_unknown_rule_is_a_clear_error():
+    with pytest.raises(ConfigError, match="rule"):
+        run(True, rule="lenient")

@@ -9,8 +9,10 @@ from tabmem.data import Dataset, DatasetSpec
 from tabmem.errors import ConfigError
 from tabmem.llm.client import LanguageModel
 from tabmem.results import Verdict
+from tabmem.tests import row_completion
 from tabmem.tests.base import TestContext
 from tabmem.tests.row_completion import (
+    holm,
     other_rows,
     run_row_completion_test,
     target_positions,
@@ -149,3 +151,32 @@ def test_exact_match_baseline_is_reported(form):
     # 80 distinct rows: the most frequent row is 1 of 80
     assert result.metrics["baseline_mode_row"] == pytest.approx(1 / 80)
     assert result.baseline == pytest.approx(1 / 80)
+
+
+def test_holm_adjusts_in_the_given_order():
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.6, 0.2]) == pytest.approx([0.6, 0.4])
+    assert holm([0.007]) == [0.007]
+
+
+def test_two_statistics_share_alpha(monkeypatch):
+    # exact rows alone at p=0.007 < 0.01, the similarity test not significant: two tests at
+    # alpha each would say evidence; Holm asks 0.007 * 2 < 0.01 of the smaller p-value
+    monkeypatch.setattr(row_completion, "binomial_greater", lambda k, n, p0: 0.007)
+    monkeypatch.setattr(row_completion, "wilcoxon_greater", lambda gains: 0.5)
+    result = run("truth")
+    assert result.metrics["rows_ordered"] == 0.0
+    assert result.verdict is Verdict.AMBIGUOUS
+    assert result.metrics["exact_p_value"] == pytest.approx(0.007)
+    assert result.metrics["exact_p_value_holm"] == pytest.approx(0.014)
+    assert result.metrics["similarity_p_value"] == pytest.approx(0.5)
+    assert result.metrics["similarity_p_value_holm"] == pytest.approx(0.5)
+    assert result.p_value == pytest.approx(0.014)
+
+
+def test_one_statistic_on_an_ordered_file_keeps_its_p_value(monkeypatch):
+    monkeypatch.setattr(row_completion, "binomial_greater", lambda k, n, p0: 0.007)
+    text = "code,color,score\n" + "".join(r + "\n" for r in sorted(ROWS))
+    result = run("junk", text=text)
+    assert "similarity_p_value_holm" not in result.metrics
+    assert result.metrics["exact_p_value_holm"] == pytest.approx(0.007)

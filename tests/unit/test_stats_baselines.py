@@ -1,9 +1,15 @@
 """Data-only baselines on hand-made tables, with values computed by hand."""
 
+import functools
+import random
+
 import pytest
 
+from tabmem.data import dataset_specs, load_dataset
 from tabmem.stats.baselines import exact_row_baseline, marginal_match
 from tabmem.stats.predictors import first_token_baseline
+from tabmem.stats.tokens import rule_first_token
+from tabmem.tests.row_completion import target_positions
 
 
 def test_marginal_match_draw_and_mode():
@@ -40,17 +46,48 @@ def test_alternating_first_tokens_are_predicted_from_the_previous_row():
     assert by_name["logistic_regression"].accuracy == 1.0
     assert by_name["gradient_boosted_trees"].accuracy == 1.0
     assert result.best.accuracy == 1.0
-    assert by_name["gradient_boosted_trees"].predictions == ["a", "b"]
-    assert result.train_positions + result.holdout_positions == 197  # 199 positions - 2 queried
+    assert [by_name["gradient_boosted_trees"].predictions[i] for i in (50, 51)] == ["a", "b"]
+    assert result.positions == list(range(1, 200))  # every position, the queried ones too
+    assert result.query_baseline(50) == 1.0
 
 
-def test_mode_baseline_on_a_skewed_column_is_its_holdout_share():
+def test_cross_fitted_mode_is_the_share_of_the_mode_over_every_position():
     tokens = ["a"] * 60 + ["b"] * 20
     tokens = [tokens[(i * 37) % 80] for i in range(80)]  # a fixed scramble
     result = first_token_baseline(
-        tokens.__getitem__, frame_of(tokens), queried=[], context_rows=1, holdout_fraction=0.5
+        tokens.__getitem__, frame_of(tokens), queried=[5, 9], context_rows=1, folds=4
     )
     mode = next(p for p in result.predictors if p.name == "mode")
-    holdout_share = mode.accuracy * result.holdout_positions
-    assert holdout_share == pytest.approx(round(holdout_share))  # a count of "a" in the holdout
-    assert 0.6 <= mode.accuracy <= 0.9
+    share = tokens[1:].count("a") / 79  # positions 1..79; every fold's training mode is "a"
+    assert mode.accuracy == pytest.approx(share)
+    assert set(mode.predictions.values()) == {"a"}
+    assert result.chance == pytest.approx(share)
+    wrong = next(i for i in result.positions if not result.right(i))
+    assert result.query_baseline(wrong) == pytest.approx(result.chance)
+
+
+def test_tokens_without_pattern_are_not_learnt_from_their_own_rows():
+    rng = random.Random(4)
+    tokens = [rng.choice("abcd") for _ in range(400)]
+    frame = frame_of(tokens).assign(key=[rng.random() for _ in tokens])
+    result = first_token_baseline(tokens.__getitem__, frame, queried=[], context_rows=2)
+    # fitted on the rows they score, the trees recall this noise (accuracy 0.83 in-sample)
+    assert all(p.accuracy < 0.4 for p in result.predictors)
+
+
+@functools.cache
+def iris_tokens():
+    iris = load_dataset(dataset_specs()["iris"])
+    return [rule_first_token(row) for row in iris.rows], iris.frame
+
+
+def test_iris_baseline_with_most_rows_queried_scores_every_row_and_holds_across_seeds():
+    tokens, frame = iris_tokens()
+    queried = target_positions(len(tokens), 10, 136, seed=0)
+    results = [first_token_baseline(tokens.__getitem__, frame, queried, seed=s) for s in range(4)]
+    bests = [r.best.accuracy for r in results]
+    # 3 holdout rows could only give 0, 1/3, 2/3 or 1, and flipped with the seed
+    assert max(bests) - min(bests) <= 0.1
+    for result in results:
+        assert len(result.positions) == 147  # every row with three rows before it
+        assert set(queried) <= set(result.positions)

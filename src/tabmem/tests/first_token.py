@@ -4,7 +4,9 @@ It asks row completion's questions (the same windows, wording and answer budget,
 pays for them once) and scores only the first token of the first row the model writes, as
 the model's tokenizer splits it (API models: the text rule of ``tabmem.stats.tokens``). The
 baseline is the best of three predictors fitted on the file alone (most frequent token,
-logistic regression, gradient-boosted trees, all seeing the previous rows).
+logistic regression, gradient-boosted trees, all seeing the previous rows), cross-fitted so
+that every queried row is predicted by models that never learnt it; the model's hits are
+compared with that predictor query by query.
 """
 
 from __future__ import annotations
@@ -12,15 +14,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 
+from tabmem.errors import ConfigError
 from tabmem.llm.base import Response
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.answers import first_csv_row
 from tabmem.stats.independence import RowOrder
+from tabmem.stats.paired import against_baseline, unreachable_reason
 from tabmem.stats.predictors import FirstTokenBaseline, first_token_baseline
 from tabmem.stats.pvalues import binomial_greater, clopper_pearson, mcnemar_greater
 from tabmem.stats.tokens import first_token
 from tabmem.stats.uniqueness import is_row_id, text_columns
-from tabmem.stats.verdicts import decide, no_power_reason
+from tabmem.stats.verdicts import decide
 from tabmem.tests.base import TestContext, register
 from tabmem.tests.row_completion import (
     WindowQueries,
@@ -41,28 +45,52 @@ def token_reader(ctx: TestContext) -> Callable[[str], str]:
     return lambda text: first_token(text, ctx.model.tokenize, digits)
 
 
+def _context_rows(ctx: TestContext) -> int:
+    """Previous rows the baselines see; never more than the window shows the model."""
+    context_rows = int(ctx.params.get("context_rows", 3))
+    prefix_rows = int(ctx.params.get("prefix_rows", 10))
+    if not 1 <= context_rows <= prefix_rows:
+        raise ConfigError(
+            f"context_rows={context_rows} must be between 1 and prefix_rows={prefix_rows}: the "
+            "baselines see at most the rows the model sees."
+        )
+    return context_rows
+
+
 def _data_reason(ctx: TestContext) -> str:
-    """Why the file itself rules the test out (too short, a row id first), or ""."""
+    """Why the file itself rules the test out (too short, too few rows to score the baseline,
+    a row id first), or ""."""
     short = too_short_reason(ctx.dataset, ctx.params)
     if short:
         return short
+    scored = min(
+        len(ctx.dataset.rows) - _context_rows(ctx), int(ctx.params.get("baseline_rows", 2000))
+    )
+    minimum = int(ctx.params.get("baseline_min_rows", 50))
+    if scored < minimum:
+        return (
+            f"only {max(scored, 0)} rows have {_context_rows(ctx)} rows before them to fit and "
+            f"score the data-only baseline on, fewer than baseline_min_rows={minimum}"
+        )
     first_name, first_values = next(iter(text_columns(ctx.dataset).items()))
     if is_row_id(first_values):
         return f"the first field, {first_name}, is a row id: its first token follows from the order"
     return ""
 
 
-def _token_reason(ctx: TestContext, baseline: FirstTokenBaseline, tokens: set[str]) -> str:
-    """Why the first tokens leave the test no power (constant, or too well predicted), or ""."""
+def _token_reason(
+    ctx: TestContext, baseline: FirstTokenBaseline, positions: list[int], tokens: set[str]
+) -> str:
+    """Why the first tokens leave the test no power (constant, or too well predicted on the
+    queried rows), or ""."""
     if len(tokens) <= 1:
         return f"the first token is always {next(iter(tokens), '')!r}"
     p = ctx.params
-    return no_power_reason(
-        "the first token",
-        len(window_positions(ctx)),
-        baseline.best.accuracy,
+    return unreachable_reason(
+        [baseline.query_baseline(i) for i in positions],
         float(p.get("alpha", 0.01)),
         float(p.get("min_effect", 0.1)),
+        "the first token",
     )
 
 
@@ -86,14 +114,14 @@ def run_first_token_test(ctx: TestContext) -> TestResult:
         row_token,
         ctx.dataset.frame,
         positions,
-        context_rows=int(p.get("context_rows", 3)),
+        context_rows=_context_rows(ctx),
         max_rows=int(p.get("baseline_rows", 2000)),
         classes=int(p.get("baseline_classes", 20)),
-        holdout_fraction=float(p.get("holdout_fraction", 0.25)),
+        folds=int(p.get("baseline_folds", 5)),
         seed=ctx.seed,
     )
     seen = {row_token(i) for i in range(min(len(rows), 2000))}
-    reason = _token_reason(ctx, baseline, seen)
+    reason = _token_reason(ctx, baseline, positions, seen)
     if reason:
         return not_applicable(TEST, reason, baseline_accuracy=baseline.best.accuracy)
     queries = window_queries(ctx, positions)
@@ -111,11 +139,10 @@ def _result(
     order: RowOrder,
     read: Callable[[str], str],
 ) -> TestResult:
-    """Score each answer's first token, test it against the best baseline, build the result."""
+    """Score each answer's first token, test it against each query's baseline, build the result."""
     p = ctx.params
     alpha = float(p.get("alpha", 0.01))
     best = baseline.best
-    by_target = dict(zip(window_positions(ctx), best.predictions, strict=True))
     records: list[QueryRecord] = []
     model_only = baseline_only = 0
     for request, win, response in zip(queries.requests, queries.windows, responses, strict=True):
@@ -125,7 +152,7 @@ def _result(
             else first_csv_row(response.text, ctx.dataset.header, ctx.dataset.delimiter)
         )
         truth, said = read(win.expected), read(answer) if answer else ""
-        hit, base_hit = bool(said) and said == truth, by_target[win.target] == truth
+        hit, base_hit = bool(said) and said == truth, baseline.right(win.target)
         model_only += hit and not base_hit
         baseline_only += base_hit and not hit
         records.append(
@@ -141,15 +168,21 @@ def _result(
                     "answer_row": answer,
                     "expected_token": truth,
                     "answer_token": said,
-                    "baseline_token": by_target[win.target] or "",
+                    "baseline_token": best.predictions[win.target] or "",
+                    "baseline_right": base_hit,
+                    "baseline": baseline.query_baseline(win.target),
                 },
             )
         )
     n = len(records)
     hits = int(sum(r.score for r in records))
-    p_value = binomial_greater(hits, n, best.accuracy)
+    test = against_baseline([r.score for r in records], [r.extra["baseline"] for r in records])
     decision = decide(
-        "first tokens", p_value, hits / n - best.accuracy, alpha, float(p.get("min_effect", 0.1))
+        "first tokens over each query's data-only baseline",
+        test.p_value,
+        test.effect,
+        alpha,
+        float(p.get("min_effect", 0.1)),
     )
     low, high = clopper_pearson(hits, n)
     return TestResult(
@@ -159,16 +192,19 @@ def _result(
         n_queries=n,
         n_hits=hits,
         rate=hits / n,
-        baseline=best.accuracy,
-        p_value=p_value,
+        baseline=test.baseline,
+        p_value=test.p_value,
         metrics={
             "rate_ci_low": low,
             "rate_ci_high": high,
             **{f"baseline_{r.name}": r.accuracy for r in baseline.predictors},
+            "baseline_cross_fitted": best.accuracy,
+            "baseline_chance": baseline.chance,
             "baseline_on_queries": (hits - model_only + baseline_only) / n,
+            "binomial_p_value_cross_fitted": binomial_greater(hits, n, best.accuracy),
             "mcnemar_p_value": mcnemar_greater(model_only, baseline_only),
-            "baseline_train_positions": baseline.train_positions,
-            "baseline_holdout_positions": baseline.holdout_positions,
+            "baseline_scored_positions": len(baseline.positions),
+            "baseline_folds": baseline.folds,
             **order.metrics(),
             "few_shot_examples": len(queries.few_shot_datasets),
             "few_shot_examples_dropped": queries.examples_dropped,
@@ -176,8 +212,10 @@ def _result(
         },
         info={
             "evidence_rule": (
-                "evidence when first tokens beat the best data-only baseline's holdout accuracy "
-                "with a binomial p < alpha by at least min_effect"
+                "evidence when first tokens beat each query's baseline — 1 where the best "
+                "data-only predictor, cross-fitted without the row, is right, else the first "
+                "tokens' marginal rate — by at least min_effect, with an exact p < alpha "
+                "(Poisson-binomial over the per-query baselines)"
             ),
             "best_baseline": best.name,
             "tokenizer": "model" if ctx.model.tokenize("a") is not None else "text rule",

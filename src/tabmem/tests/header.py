@@ -5,6 +5,10 @@ the model is asked for what follows. Splits at several rows give several chances
 and the best one counts. Few-shot examples (chat form only) come from other
 datasets, cut at the same row, so the model learns the task without seeing any
 part of the tested file beyond the prompt.
+
+Two named rules decide: ``paper`` (Bordt et al.: one whole row after the cut row is
+evidence) and ``strict`` (the default: two rows, one row is ambiguous). Both verdicts and
+the splits that reach one and two rows are reported whichever rule is chosen.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import random
 from dataclasses import dataclass
 
 from tabmem.data import Dataset
+from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.prompts.fewshot import chat_messages, few_shot_datasets, fit_to_context
 from tabmem.results import QueryRecord, TestResult, Verdict
@@ -47,16 +52,27 @@ def split_at_row(dataset: Dataset, row: int, n_rows: int, rng: random.Random) ->
     return HeaderSplit(row, prefix, region[len(prefix) :])
 
 
-def _verdict(best_rows: int, evidence_rows: int) -> tuple[Verdict, str]:
-    if best_rows >= evidence_rows:
+RULES = {"strict": 2, "paper": 1}
+"""Whole rows after the cut row that make ``evidence``, per named rule."""
+
+
+def evidence_rows(rule: str) -> int:
+    """The rows a named rule needs for ``evidence``; an unknown name is a configuration error."""
+    if rule not in RULES:
+        raise ConfigError(f"header test rule={rule!r} is unknown; use one of {sorted(RULES)}.")
+    return RULES[rule]
+
+
+def _verdict(best_rows: int, needed: int) -> tuple[Verdict, str]:
+    if best_rows >= needed:
         return Verdict.EVIDENCE, (
             f"the model continued the file verbatim for {best_rows} whole rows after the cut "
-            f"(rule: >= {evidence_rows} rows is evidence)"
+            f"(rule: >= {needed} rows is evidence)"
         )
     if best_rows >= 1:
         return Verdict.AMBIGUOUS, (
             f"the model reproduced {best_rows} whole row after the cut, fewer than the "
-            f"{evidence_rows} needed for evidence"
+            f"{needed} needed for evidence"
         )
     return Verdict.NO_EVIDENCE, "the model reproduced no whole row after the cut"
 
@@ -73,7 +89,8 @@ def run_header_test(ctx: TestContext) -> TestResult:
     p = ctx.params
     rng = random.Random(ctx.seed)
     n_rows = int(p.get("n_rows", 12))
-    evidence_rows = int(p.get("evidence_rows", 2))
+    rule = str(p.get("rule", "strict"))
+    needed = evidence_rows(rule)
     chat = ctx.model.prompt_form == "chat"
     examples = (
         few_shot_datasets(ctx.dataset, p.get("few_shot_pool", []), int(p.get("few_shot", 3)), rng)
@@ -155,8 +172,10 @@ def run_header_test(ctx: TestContext) -> TestResult:
             n_hits=0,
             info={"skipped_split_rows": skipped_rows},
         )
-    verdict, reason = _verdict(best_rows, evidence_rows)
-    hits = sum(1 for r in records if r.extra["verbatim_rows"] >= evidence_rows)
+    verdict, reason = _verdict(best_rows, needed)
+    reaching = {k: sum(r.extra["verbatim_rows"] >= k for r in records) for k in (1, 2)}
+    verdicts = {name: _verdict(best_rows, rows)[0].value for name, rows in RULES.items()}
+    hits = sum(1 for r in records if r.extra["verbatim_rows"] >= needed)
     return TestResult(
         test="header",
         verdict=verdict,
@@ -167,14 +186,20 @@ def run_header_test(ctx: TestContext) -> TestResult:
         metrics={
             "best_verbatim_rows": best_rows,
             "best_verbatim_chars": best_chars,
+            "splits_reaching_1_row": reaching[1],
+            "splits_reaching_2_rows": reaching[2],
+            **{f"evidence_{name}": float(v == "evidence") for name, v in verdicts.items()},
             "few_shot_examples": len(examples),
             "few_shot_examples_dropped": dropped,
             "splits_skipped": len(skipped_rows),
         },
         info={
             "evidence_rule": (
-                f"best split reproduces >= {evidence_rows} whole rows after the cut verbatim"
+                f"{rule} rule: best split reproduces >= {needed} whole rows after the cut row "
+                "verbatim"
             ),
+            "rule": rule,
+            **{f"verdict_{name}": v for name, v in verdicts.items()},
             "few_shot_datasets": [d.name for d in examples],
             "prompt_form": ctx.model.prompt_form,
             "prompt_shortened": dropped > 0 or bool(skipped_rows),

@@ -4,13 +4,15 @@ The prompt holds ``prefix_rows`` contiguous data rows from a seeded random place
 file; the model is asked for the next row. The first row it writes is scored: exact match
 (k of n, binomial test against a data-only baseline) and Levenshtein similarity, compared
 with the similarity to random other rows of the file by a paired test where the file's
-rows are in random order. The window prompts are shared with the first token test.
+rows are in random order. Either statistic can give ``evidence``, so their p-values are
+adjusted by Holm's method and the family of two keeps its false-positive rate at ``alpha``.
+The window prompts are shared with the first token test.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +27,7 @@ from tabmem.stats.independence import RowOrder, row_order_check
 from tabmem.stats.pvalues import binomial_greater, clopper_pearson, wilcoxon_greater
 from tabmem.stats.scoring import levenshtein_similarity
 from tabmem.stats.uniqueness import duplicate_row_fraction, text_columns
-from tabmem.stats.verdicts import Decision, decide, no_power_reason, strongest
+from tabmem.stats.verdicts import decide, no_power_reason, strongest
 from tabmem.tests.base import TestContext, register
 
 
@@ -182,22 +184,30 @@ def score_row(dataset: Dataset, win: Window, response: Response, others: list[in
     )
 
 
-def _similarity_decision(
-    scores: list[RowScore], order: RowOrder, alpha: float, min_gain: float
-) -> tuple[Decision | None, dict[str, float]]:
-    """The paired similarity test, run only where rows are in random order."""
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the order given: rejecting each hypothesis whose
+    adjusted p-value is below ``alpha`` keeps the family-wise error rate at ``alpha``."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    adjusted = [1.0] * len(p_values)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def _similarity_figures(scores: list[RowScore], order: RowOrder) -> dict[str, float]:
+    """Mean similarities and their gain; the paired test's raw p-value where rows are in
+    random order (the test is skipped on ordered files)."""
     gains = [s.similarity - s.random_similarity for s in scores]
     figures = {
         "mean_similarity": sum(s.similarity for s in scores) / len(scores),
         "mean_random_similarity": sum(s.random_similarity for s in scores) / len(scores),
         "similarity_gain": sum(gains) / len(gains),
     }
-    if order.ordered:
-        return None, figures
-    p_value = wilcoxon_greater(gains)
-    figures["similarity_p_value"] = p_value
-    statistic = "Levenshtein similarity to the true row over random rows"
-    return decide(statistic, p_value, figures["similarity_gain"], alpha, min_gain), figures
+    if not order.ordered:
+        figures["similarity_p_value"] = wilcoxon_greater(gains)
+    return figures
 
 
 @register("row_completion")
@@ -247,13 +257,23 @@ def _result(
     n = len(scores)
     hits = sum(s.exact for s in scores)
     rate = hits / n
-    p_value = binomial_greater(hits, n, baseline.rate)
-    decisions = [decide("exact next rows", p_value, rate - baseline.rate, alpha, min_effect)]
-    similarity, sim_figures = _similarity_decision(
-        scores, order, alpha, float(ctx.params.get("min_similarity_gain", 0.1))
-    )
-    if similarity is not None:
-        decisions.append(similarity)
+    exact_p = binomial_greater(hits, n, baseline.rate)
+    sim_figures = _similarity_figures(scores, order)
+    similarity = "similarity_p_value" in sim_figures
+    raw = [exact_p, sim_figures["similarity_p_value"]] if similarity else [exact_p]
+    adjusted = holm(raw)
+    decisions = [decide("exact next rows", adjusted[0], rate - baseline.rate, alpha, min_effect)]
+    if similarity:
+        sim_figures["similarity_p_value_holm"] = adjusted[1]
+        decisions.append(
+            decide(
+                "Levenshtein similarity to the true row over random rows",
+                adjusted[1],
+                sim_figures["similarity_gain"],
+                alpha,
+                float(ctx.params.get("min_similarity_gain", 0.1)),
+            )
+        )
     decision = strongest(decisions)
     low, high = clopper_pearson(hits, n)
     return TestResult(
@@ -264,10 +284,12 @@ def _result(
         n_hits=hits,
         rate=rate,
         baseline=baseline.rate,
-        p_value=p_value,
+        p_value=adjusted[0],
         metrics={
             "rate_ci_low": low,
             "rate_ci_high": high,
+            "exact_p_value": exact_p,
+            "exact_p_value_holm": adjusted[0],
             "baseline_mode_row": baseline.mode_row,
             "baseline_repeat_previous": baseline.repeat_previous,
             "baseline_marginal_product": baseline.marginal_product,
@@ -281,9 +303,10 @@ def _result(
         info={
             "evidence_rule": _RULE,
             "similarity_test": (
-                "skipped: the file's rows are not in random order"
-                if similarity is None
-                else "Wilcoxon signed-rank, one-sided, paired per query"
+                "Wilcoxon signed-rank, one-sided, paired per query; p-values Holm-adjusted "
+                "over the two statistics"
+                if similarity
+                else "skipped: the file's rows are not in random order"
             ),
             "ordered_columns": order.ordered_columns,
             "few_shot_datasets": queries.few_shot_datasets,
@@ -302,7 +325,8 @@ def _result(
 _RULE = (
     "evidence when exact next rows beat the data-only baseline with p < alpha by at least "
     "min_effect, or (rows in random order only) the mean similarity to the true row beats "
-    "the similarity to random rows with p < alpha by at least min_similarity_gain"
+    "the similarity to random rows with p < alpha by at least min_similarity_gain; where both "
+    "statistics are tested, their p-values are Holm-adjusted (family-wise rate alpha)"
 )
 
 
