@@ -7,14 +7,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
-from tabmem.data import Dataset, DatasetSpec
+from tabmem.data import Dataset, DatasetSpec, dataset_specs, load_dataset
 from tabmem.data.prediction import PredictionData
 from tabmem.data.splits import Block, allocate, holdout_blocks, stratified_sample
 from tabmem.data.transforms import apply_transform
 from tabmem.errors import TransientProviderError
 from tabmem.llm.base import GenerationParams
 from tabmem.llm.client import LanguageModel, RetryPolicy
+from tabmem.paths import conf_dir
 from tabmem.prompts.ifthen import IfThenFormat, ifthen_request
 from tabmem.results import Verdict
 from tabmem.stats.accuracy import Accuracy, p_above, wilson_interval
@@ -246,15 +248,30 @@ def test_same_seed_same_prompts():
     assert [r.prompt for r in run()[0].records] == [r.prompt for r in run()[0].records]
 
 
-def test_only_the_original_names_the_dataset():
+def test_perturbed_keeps_the_original_prompt_and_task_drops_the_name():
     dataset = tiny()
     named, style = system_prompt(dataset, "label", PARAMS)
     assert style == "named" and "Tiny Table" in named
-    perturbed = apply_transform(dataset, {"name": "perturbed"}, 0)
-    text, style = system_prompt(perturbed, "label", PARAMS)
+    task = apply_transform(dataset, {"name": "task"}, 0)
+    text, style = system_prompt(task, "label", PARAMS)
     assert style == "task" and "Tiny" not in text
-    result, _ = run(dataset=perturbed)
-    assert result.info["dataset_named"] is False and result.info["transform"] == "perturbed"
+    result, _ = run(dataset=task)
+    assert result.info["dataset_named"] is False and result.info["transform"] == "task"
+
+
+@pytest.mark.parametrize("name", ["iris", "adult", "titanic", "openml-diabetes", "wine"])
+def test_shipped_config_gives_perturbed_the_original_prompt_word_for_word(name):
+    """The paper keeps the original system prompt, dataset name included, for the perturbed
+    version, so that original -> perturbed changes the values alone."""
+    params = yaml.safe_load((conf_dir() / "test" / "fewshot_predict.yaml").read_text())
+    original = load_dataset(dataset_specs()[name])
+    perturbed = apply_transform(original, {"name": "perturbed"}, 0)
+    assert perturbed.text != original.text
+    target = original.spec.target
+    text, style = system_prompt(original, target, params)
+    assert style == "named" and original.spec.aliases[0] in text
+    assert original.spec.description in text
+    assert system_prompt(perturbed, target, params) == (text, "named")
 
 
 def test_regression_target_and_missing_target_are_not_applicable():

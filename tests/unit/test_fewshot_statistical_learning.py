@@ -5,12 +5,14 @@ import re
 from pathlib import Path
 
 import numpy as np
+from sklearn.linear_model import LogisticRegression
 
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.data.linear_problems import linear_problem
 from tabmem.llm.baselines import BaselineBackend
 from tabmem.llm.client import LanguageModel
 from tabmem.results import Verdict
+from tabmem.stats.classifiers import l2_logistic, random_search_logistic
 from tabmem.tests.base import TestContext
 from tabmem.tests.statistical_learning import (
     reference_labels,
@@ -43,9 +45,44 @@ def test_settings_join_both_sweeps_once():
     assert settings(PARAMS) == [(1, 10), (2, 4), (2, 10), (4, 10)]
 
 
+def test_examples_are_half_of_each_label_as_in_the_paper():
+    for q in range(30):
+        even = linear_problem(8, 20, np.random.default_rng(q))
+        assert np.bincount(even.train_y).tolist() == [10, 10]
+        odd = linear_problem(8, 5, np.random.default_rng(q))
+        assert sorted(np.bincount(odd.train_y, minlength=2).tolist()) == [2, 3]
+    tests = [linear_problem(8, 20, np.random.default_rng(q)).test_y for q in range(200)]
+    assert 70 < sum(tests) < 130  # the point to label is not balanced, just drawn
+
+
+def test_l2_logistic_solves_scikit_learns_objective_for_many_constants_at_once():
+    problem = linear_problem(4, 30, np.random.default_rng(11))
+    cs = np.array([0.01, 1.0, 10.0])
+    theta = l2_logistic(problem.train_x, problem.train_y.astype(float), cs)
+    for row, c in zip(theta, cs, strict=True):
+        fitted = LogisticRegression(C=c, tol=1e-10, max_iter=10_000)
+        fitted.fit(problem.train_x, problem.train_y)
+        assert np.allclose(row, [*fitted.coef_[0], fitted.intercept_[0]], atol=1e-5)
+
+
+def test_reference_logistic_regression_is_scale_free_and_picks_c_by_cross_validation():
+    problem = linear_problem(8, 20, np.random.default_rng(5))
+    rule = random_search_logistic(
+        problem.train_x, problem.train_y, 7, 10, (0.001, 10.001), np.random.default_rng(1)
+    )
+    drawn = np.random.default_rng(1).uniform(0.001, 10.001, 10)
+    assert rule.C in drawn.tolist()
+    scaled = random_search_logistic(
+        problem.train_x * 100, problem.train_y, 7, 10, (0.001, 10.001), np.random.default_rng(1)
+    )
+    points = np.random.default_rng(2).standard_normal((50, 8))
+    assert scaled.C == rule.C
+    assert (scaled.predict(points * 100) == rule.predict(points)).all()
+
+
 def test_references_solve_an_easy_one_dimensional_problem():
     problem = linear_problem(1, 40, np.random.default_rng(3))
-    labels = reference_labels(problem)
+    labels = reference_labels(problem, {}, np.random.default_rng(0))
     assert labels == {
         "logistic_regression": str(problem.test_y),
         "nearest_neighbour": str(problem.test_y),

@@ -3,11 +3,12 @@
 import math
 import random
 
+import numpy as np
 import pytest
 
 from tabmem.stats.auc import auc
 from tabmem.stats.min_k import min_k_score
-from tabmem.stats.order_structure import adjacency, row_features
+from tabmem.stats.order_structure import adjacency, block_order, row_features
 from tabmem.stats.permutation import add_one_p_value, paired_sign_test, rank_against_null
 
 
@@ -83,12 +84,23 @@ def test_adjacency_by_hand():
     assert math.isclose(adjacency(features, [0]), 0.0)
 
 
-def test_structure_p_value_finds_one_sorted_column_among_shuffled_ones():
-    from tabmem.stats.order_structure import structure_p_value
-
+def test_block_order_finds_one_sorted_column_among_shuffled_ones():
     rng = random.Random(0)
     noisy = [[str(rng.random()), rng.choice("abc"), str(rng.randint(0, 9))] for _ in range(24)]
     sorted_id = [[str(i), *row] for i, row in enumerate(noisy)]
-    assert structure_p_value(row_features(sorted_id), 999, seed=0) == pytest.approx(4 / 1000)
-    assert structure_p_value(row_features(noisy), 999, seed=0) > 0.05
-    assert structure_p_value(row_features([["1"], ["2"]]), 99, seed=0) == 1.0
+    ordered = block_order(row_features(sorted_id), 999, seed=0)
+    assert ordered.bonferroni_p == pytest.approx(4 / 1000)
+    assert ordered.column_p[0] == pytest.approx(1 / 1000)  # the id, smoothest possible
+    assert block_order(row_features(noisy), 999, seed=0).bonferroni_p > 0.05
+    assert block_order(row_features([["1"], ["2"]]), 99, seed=0).bonferroni_p == 1.0
+
+
+def test_block_order_names_columns_and_sees_weak_signals_spread_over_columns():
+    features = row_features([["a", "1", "x"], ["b", "2", "y"], ["c", "3", "z"]])
+    assert features.columns == (1, 0, 2)  # numeric columns first, then text columns
+    rng = np.random.default_rng(5)
+    # Four columns, each a little smoother than chance (a noisy trend): the mean over
+    # columns shows the drift more clearly than any one column does.
+    rows = [[f"{i / 24 + rng.normal(0, 0.6):.3f}" for _ in range(4)] for i in range(24)]
+    order = block_order(row_features(rows), 1999, seed=0)
+    assert order.overall_p < order.column_p.min()

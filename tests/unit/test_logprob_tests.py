@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tabmem.data import Dataset, DatasetSpec
+from tabmem.data import Dataset, DatasetSpec, dataset_specs, load_dataset
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.logprobs import ScoreRequest
@@ -254,7 +254,53 @@ def test_row_order_on_sorted_rows_is_not_applicable_before_any_query():
     backend = ScoringBackend(SORTED)
     result = run_row_order(context(backend, dataset(SORTED, "sorted"), n_rows=20))
     assert result.verdict == Verdict.NOT_APPLICABLE
-    assert "shows in the data alone" in result.reason
+    assert "not in random order" in result.reason and "ordered columns: id" in result.reason
+    assert backend.calls == 0
+
+
+def test_row_order_on_iris_is_not_applicable_the_file_is_grouped_by_species():
+    """Iris's first 24 rows pass a 5 % test of order (Bonferroni p about 0.1), but the file
+    is sorted by species and its first rows are smoother than most shuffles: not a test of
+    memory there."""
+    iris = load_dataset(dataset_specs()["iris"])
+    backend = ScoringBackend(iris.text, memorizer=False)
+    result = run_row_order(context(backend, iris, structure_shuffles=1999))
+    assert result.verdict == Verdict.NOT_APPLICABLE
+    assert "not in random order" in result.reason and "species" in result.reason
+    assert 0.05 < result.metrics["structure_p_value"] < 0.5  # passed the old gate
+    assert result.metrics["file_order_p_value"] < 0.05
+    assert backend.calls == 0
+
+
+def test_row_order_sees_an_order_that_only_the_whole_file_shows():
+    # 200 rows grouped by kind: the first 20 are all "a", random in u and v, so they look
+    # exchangeable on their own (every column's p-value high); the file as a whole is not.
+    rng = np.random.default_rng(1)
+    text = "u,v,kind\n" + "".join(
+        f"{rng.integers(0, 1000)},{rng.integers(0, 1000)},{'ab'[i >= 100]}\n" for i in range(200)
+    )
+    backend = ScoringBackend(text, memorizer=False)
+    result = run_row_order(context(backend, dataset(text, "grouped"), n_rows=20))
+    assert result.verdict == Verdict.NOT_APPLICABLE
+    assert result.metrics["structure_p_value"] == 1.0
+    assert "ordered columns: kind" in result.reason
+    assert backend.calls == 0
+
+
+def test_row_order_refuses_a_weak_order_of_the_first_rows_that_no_5_percent_test_rejects():
+    # u drifts upwards over the first 24 rows under noise; the rest of the file is random.
+    rng = np.random.default_rng(3)
+    text = "u,v,w\n" + "".join(
+        f"{(i / 24 + rng.normal(0, 0.4)) if i < 24 else rng.normal(0.5, 0.5):.3f},"
+        f"{rng.integers(0, 1000)},{rng.integers(0, 1000)}\n"
+        for i in range(200)
+    )
+    backend = ScoringBackend(text, memorizer=False)
+    result = run_row_order(context(backend, dataset(text, "drift"), n_rows=24))
+    assert result.verdict == Verdict.NOT_APPLICABLE
+    assert 0.05 < result.metrics["structure_p_value"] <= 0.5
+    assert result.metrics["file_order_p_value"] > 0.05
+    assert "column 'u'" in result.reason
     assert backend.calls == 0
 
 

@@ -17,29 +17,37 @@ from scipy.stats import rankdata
 
 @dataclass(frozen=True)
 class RowFeatures:
-    """A block of rows as numbers: numeric columns as ranks in [0, 1], text columns as codes."""
+    """A block of rows as numbers: numeric columns as ranks in [0, 1], text columns as codes.
+
+    ``columns`` gives, for each entry of ``column_adjacency`` (numeric columns first, then
+    text columns), the position of its column in the row.
+    """
 
     ranks: np.ndarray
     codes: np.ndarray
+    columns: tuple[int, ...] = ()
 
 
 def row_features(rows: Sequence[Sequence[str]]) -> RowFeatures:
     """Numeric columns ranked (scaled to [0, 1]); every other column coded by value."""
-    ranks, codes = [], []
-    for column in zip(*rows, strict=True):
+    ranks, codes, numeric, text = [], [], [], []
+    for position, column in enumerate(zip(*rows, strict=True)):
         try:
             values = np.asarray([float(v) for v in column])
         except ValueError:
             index = {v: i for i, v in enumerate(dict.fromkeys(column))}
             codes.append([index[v] for v in column])
+            text.append(position)
             continue
         r = rankdata(values)
         spread = r.max() - r.min()
         ranks.append((r - r.min()) / spread if spread > 0 else np.zeros(len(r)))
+        numeric.append(position)
     n = len(rows)
     return RowFeatures(
         ranks=np.asarray(ranks, dtype=float).T.reshape(n, len(ranks)),
         codes=np.asarray(codes, dtype=float).T.reshape(n, len(codes)),
+        columns=tuple(numeric + text),
     )
 
 
@@ -64,20 +72,34 @@ def adjacency(features: RowFeatures, order: Sequence[int]) -> float:
     return float(per_column.mean()) if per_column.size else 0.0
 
 
-def structure_p_value(features: RowFeatures, n_shuffles: int, seed: int) -> float:
-    """Is any column smoother in the given row order than in shuffles? Bonferroni over columns.
+@dataclass(frozen=True)
+class BlockOrder:
+    """How smooth the block's own order is among shuffles: one add-one permutation p-value
+    per column (order of ``column_adjacency``) and one for all columns together."""
 
-    Each column's add-one permutation p-value against ``n_shuffles`` seeded shuffles, the
-    smallest times the number of columns (capped at 1): small when one column is sorted or
-    grouped, such as an id that counts up, even among many unordered columns.
-    """
+    column_p: np.ndarray
+    overall_p: float
+
+    @property
+    def bonferroni_p(self) -> float:
+        """The smallest column p-value times the number of columns, capped at 1."""
+        if self.column_p.size == 0:
+            return 1.0
+        return float(min(1.0, self.column_p.min() * self.column_p.size))
+
+
+def block_order(features: RowFeatures, n_shuffles: int, seed: int) -> BlockOrder:
+    """Each column's, and the mean over columns', adjacency in the block's order against
+    ``n_shuffles`` seeded shuffles: (1 + shuffles at least as smooth) / (1 + n_shuffles)."""
     n = features.ranks.shape[0]
     observed = column_adjacency(features, range(n))
     if observed.size == 0 or n < 3:
-        return 1.0
+        return BlockOrder(np.ones(observed.size), 1.0)
     rng = np.random.default_rng(seed)
     at_least = np.zeros(observed.size)
+    overall = 0
     for _ in range(n_shuffles):
-        at_least += column_adjacency(features, rng.permutation(n)) >= observed - 1e-12
-    p_columns = (1 + at_least) / (1 + n_shuffles)
-    return float(min(1.0, p_columns.min() * observed.size))
+        shuffled = column_adjacency(features, rng.permutation(n))
+        at_least += shuffled >= observed - 1e-12
+        overall += shuffled.mean() >= observed.mean() - 1e-12
+    return BlockOrder((1 + at_least) / (1 + n_shuffles), float((1 + overall) / (1 + n_shuffles)))

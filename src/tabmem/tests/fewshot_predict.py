@@ -76,7 +76,9 @@ def not_applicable_reason(data: PredictionData | None, max_classes: int) -> str 
 def system_prompt(dataset: Dataset, target: str, params: Mapping[str, Any]) -> tuple[str, str]:
     """The system prompt for the dataset's transform, and its style (named, task or plain).
 
-    Only ``named`` (by default the style of ``original`` alone) mentions the dataset.
+    Only ``named`` mentions the dataset; by default ``original`` and ``perturbed`` get it, as
+    in the paper, and a perturbed dataset keeps the original's name, description and task, so
+    both get the same prompt word for word.
     """
     styles = params.get("prompt_style") or {}
     style = str(styles.get(transform_name(dataset), params.get("default_style", "task")))

@@ -7,9 +7,12 @@ not seen the file gives the real order a log-likelihood that is just one draw am
 shuffles'; its rank among them is an exact permutation p-value (after Oren et al., "Proving
 test set contamination in black box language models", ICLR 2024).
 
-Whether the rows are exchangeable is checked on the data alone first: if adjacent rows are
-more alike in the file's order than in the shuffles (an id counting up, rows sorted by a
-value), any model can prefer the real order, and the test is not applicable.
+Whether the rows are exchangeable is checked on the data alone first, and the test runs
+only where the file's order is shown to carry no signal a model could use: the whole file
+(where a sorted or grouped order shows with many rows) must not be in a detectable order, and
+the first rows must be no smoother than a typical shuffle, column by column and all columns
+together. Failing to reject order on 24 rows is not enough (iris's first rows, all of one
+class, pass a 5 % test). Otherwise the test is not applicable, with the reason.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from tabmem.data import Dataset
 from tabmem.data.csvtext import parse_fields
 from tabmem.llm.logprobs import ScoreRequest, has_logprobs, no_logprobs_reason
 from tabmem.results import QueryRecord, TestResult, Verdict
-from tabmem.stats.order_structure import row_features, structure_p_value
+from tabmem.stats.independence import row_order_check
+from tabmem.stats.order_structure import block_order, row_features
 from tabmem.stats.permutation import rank_against_null
 from tabmem.stats.verdicts import decide
 from tabmem.tests.base import TestContext, register
@@ -43,10 +47,55 @@ def block_text(dataset: Dataset, rows: list[str], order: list[int]) -> str:
     return "".join(rows[i] + dataset.newline for i in order)
 
 
-def order_in_data_p_value(dataset: Dataset, rows: list[str], n_shuffles: int, seed: int) -> float:
-    """How visible the file's order is in the data alone (a sorted or grouped column)."""
-    features = row_features([parse_fields(r, dataset.delimiter) for r in rows])
-    return structure_p_value(features, n_shuffles, seed)
+def order_signal(ctx: TestContext, rows: list[str]) -> tuple[str | None, dict[str, float]]:
+    """Why the file's order could be preferred without memory (None when it shows no order),
+    and the data-only figures behind that decision.
+
+    Three checks, all on the data alone. The whole file (``row_order_check`` over up to its
+    first 10,000 rows) has the power that 24 rows lack: a file sorted or grouped by a value
+    shows there. The first rows must then be no smoother than a typical shuffle: the smoothest
+    column's Bonferroni p-value, and the p-value of all columns together, above
+    ``exchangeable_min_p`` (0.5), not merely above a test level.
+    """
+    p = ctx.params
+    min_p = float(p.get("exchangeable_min_p", 0.5))
+    whole = row_order_check(
+        ctx.dataset.frame,
+        permutations=int(p.get("file_shuffles", 199)),
+        seed=ctx.seed,
+        alpha=float(p.get("file_alpha", 0.05)),
+    )
+    delimiter = ctx.dataset.delimiter
+    features = row_features([parse_fields(r, delimiter) for r in rows])
+    block = block_order(features, int(p.get("structure_shuffles", 9999)), ctx.seed)
+    metrics = {
+        "file_order_p_value": whole.p_value,
+        "structure_p_value": block.bonferroni_p,
+        "structure_overall_p_value": block.overall_p,
+    }
+    n = len(rows)
+    if whole.ordered or whole.ordered_columns:
+        columns = ", ".join(whole.ordered_columns) or "no single column"
+        return (
+            f"the file is not in random order: over the whole file neighbouring rows are more "
+            f"alike than in shuffles (p={whole.p_value:.3g}; ordered columns: {columns}), so "
+            f"its first {n} rows carry an order a model could prefer without memory"
+        ), metrics
+    if block.bonferroni_p <= min_p:
+        j = int(block.column_p.argmin())
+        name = parse_fields(ctx.dataset.header, delimiter)[features.columns[j]]
+        return (
+            f"the order of the first {n} rows shows in the data alone: column '{name}' is "
+            f"smoother than in shuffles (p={block.column_p[j]:.3g}, Bonferroni "
+            f"{block.bonferroni_p:.3g} <= {min_p:g}), so a model could prefer it without memory"
+        ), metrics
+    if block.overall_p <= min_p:
+        return (
+            f"the first {n} rows are smoother than a typical shuffle over all columns together "
+            f"(p={block.overall_p:.3g} <= {min_p:g}), so a model could prefer their order "
+            "without memory"
+        ), metrics
+    return None, metrics
 
 
 def z_score(value: float, mean: float, sd: float) -> float:
@@ -77,18 +126,10 @@ def run_row_order(ctx: TestContext) -> TestResult:
     rows = ctx.dataset.rows[: int(p.get("n_rows", 24))]
     if len(rows) < int(p.get("min_rows", 8)):
         return _not_applicable(f"the file has only {len(rows)} data rows")
+    reason, structure = order_signal(ctx, rows)
+    if reason is not None:
+        return _not_applicable(reason, structure)
     orders = shuffled_orders(len(rows), int(p.get("n_permutations", 99)), rng)
-    structure_alpha = float(p.get("structure_alpha", 0.05))
-    structure_p = order_in_data_p_value(
-        ctx.dataset, rows, int(p.get("structure_shuffles", 9999)), ctx.seed
-    )
-    if structure_p <= structure_alpha:
-        return _not_applicable(
-            f"the file's order of its first {len(rows)} rows shows in the data alone (a column "
-            f"is smoother than in shuffles, Bonferroni p={structure_p:.3g} <= "
-            f"{structure_alpha:g}), so a model could prefer it without memory",
-            {"structure_p_value": structure_p},
-        )
     context = ctx.dataset.header + ctx.dataset.newline
     texts = [block_text(ctx.dataset, rows, list(range(len(rows))))]
     texts += [block_text(ctx.dataset, rows, o) for o in orders]
@@ -106,10 +147,12 @@ def run_row_order(ctx: TestContext) -> TestResult:
         )
         for i, (text, s) in enumerate(zip(texts, scores, strict=True))
     ]
-    return _result(ctx, records, structure_p)
+    return _result(ctx, records, structure)
 
 
-def _result(ctx: TestContext, records: list[QueryRecord], structure_p: float) -> TestResult:
+def _result(
+    ctx: TestContext, records: list[QueryRecord], structure: dict[str, float]
+) -> TestResult:
     p = ctx.params
     alpha, min_z = float(p.get("alpha", 0.05)), float(p.get("min_z", 2.0))
     rule = f"file order beats the shuffles with p < {alpha} and z >= {min_z}"
@@ -145,7 +188,7 @@ def _result(ctx: TestContext, records: list[QueryRecord], structure_p: float) ->
             "loglik_shuffled_mean": test.null_mean,
             "loglik_shuffled_sd": test.null_sd,
             "z": z,
-            "structure_p_value": structure_p,
+            **structure,
             "rows": len(ctx.dataset.rows[: int(p.get("n_rows", 24))]),
             "n_permutations": len(null),
         },

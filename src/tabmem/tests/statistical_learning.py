@@ -1,12 +1,13 @@
 """In-context statistical learning (``test=statistical_learning``; second paper, Figure 3).
 
 Each query is a fresh synthetic problem (``tabmem.data.linear_problems``): ``shots`` points
-x ~ N(0, I_d) labelled y = 1[x·z >= 0], shown in the statistical format
-(``IF X1 = 0.53, X2 = -1.20, THEN Y =``), then one more point to label. The same points train
-a logistic regression and a 1-nearest-neighbour classifier, which label the same test point,
-so the three accuracies are paired. Two sweeps: the dimension d grows at ``fixed_shots``
-shots, and the number of shots grows at ``fixed_dimension``. The dataset and the transform
-of the cell play no part: the problems are new, so nothing can have been memorized.
+x ~ N(0, I_d) labelled y = 1[x·z >= 0], half of each label as in the paper, shown in the
+statistical format (``IF X1 = 0.53, X2 = -1.20, THEN Y =``), then one more point to label.
+The same points train the paper's logistic regression (C by cross-validation) and a
+1-nearest-neighbour classifier, which label the same test point, so the three accuracies are
+paired. Two sweeps: the dimension d grows at ``fixed_shots`` shots, and the number of shots
+grows at ``fixed_dimension``. The dataset and the transform of the cell play no part: the
+problems are new, so nothing can have been memorized.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.linear_model import LogisticRegression
 from sklearn.neighbors import KNeighborsClassifier
 from threadpoolctl import threadpool_limits
 
@@ -28,6 +28,7 @@ from tabmem.prompts.fewshot import fit_to_context
 from tabmem.prompts.ifthen import IfThenFormat, ifthen_request
 from tabmem.results import QueryRecord, TestResult, Verdict
 from tabmem.stats.accuracy import Accuracy, p_above
+from tabmem.stats.classifiers import random_search_logistic
 from tabmem.stats.labels import parse_label
 from tabmem.tests.base import TestContext, register
 
@@ -68,14 +69,21 @@ def settings(params: Mapping[str, Any]) -> list[tuple[int, int]]:
     return sorted(pairs)
 
 
-def reference_labels(problem: LinearProblem) -> dict[str, str]:
-    """Logistic regression (C = 1) and 1-nearest-neighbour trained on the problem's shots."""
+def reference_labels(
+    problem: LinearProblem, params: Mapping[str, Any], rng: np.random.Generator
+) -> dict[str, str]:
+    """The paper's logistic regression (``random_search_logistic``) and 1-nearest-neighbour,
+    trained on the problem's shots."""
     x, y, test = problem.train_x, problem.train_y, problem.test_x.reshape(1, -1)
     if len(set(y.tolist())) < 2:
         only = str(int(y[0]))
         return {"logistic_regression": only, "nearest_neighbour": only}
+    few = len(y) <= int(params.get("lr_few_shots", 10))
+    folds = int(params.get("lr_cv_folds_few_shots" if few else "lr_cv_folds", 3 if few else 7))
+    low, high = (float(v) for v in params.get("lr_c_range", (0.001, 10.001)))
+    draws = int(params.get("lr_c_draws", 10))
     with threadpool_limits(limits=1):
-        lr = LogisticRegression(C=1.0).fit(x, y).predict(test)[0]
+        lr = random_search_logistic(x, y, folds, draws, (low, high), rng).predict(test)[0]
         knn = KNeighborsClassifier(n_neighbors=1).fit(x, y).predict(test)[0]
     return {"logistic_regression": str(int(lr)), "nearest_neighbour": str(int(knn))}
 
@@ -203,8 +211,10 @@ def run_statistical_learning(ctx: TestContext) -> TestResult:
         for d, s in settings(p)
         for q in range(n)
     ]
-    for query in queries:
-        query.reference = reference_labels(query.problem)
+    for number, query in enumerate(queries):
+        query.reference = reference_labels(
+            query.problem, p, np.random.default_rng([ctx.seed, number, 1])
+        )
     baseline = baseline_of(ctx.model)
     skipped = 0
     if baseline is not None:
