@@ -42,7 +42,7 @@ demo: install
 test: install
 	$(PY) -m ruff check .
 	$(PY) -m pytest
-	$(PY) -m pytest -m slow tests/slow/test_embedded_models.py
+	$(PY) -m pytest -m slow tests/slow/test_embedded_models.py tests/slow/test_python_api_notebook.py
 
 test-slow: install
 	$(PY) -m pytest -m slow
