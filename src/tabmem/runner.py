@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import traceback
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -24,7 +25,9 @@ from tabmem.llm.registry import build_model
 from tabmem.report.terminal import show_result
 from tabmem.results import TestResult
 from tabmem.tests.base import TestContext, get_test
+from tabmem.tracking.naming import run_description, run_title
 from tabmem.tracking.store import TrackingStore, default_tracking_uri
+from tabmem.tracking.traces import QueryLog
 
 CELL_GLOB = "cell-*.json"
 
@@ -196,6 +199,7 @@ def _run_pending(
 ) -> list[CellOutcome]:
     """Load the data and the model once, then run and log each pending test."""
     outcomes: list[CellOutcome] = []
+    started = time.time_ns()  # each run starts where the previous one ended: the cell's time
     cache = ResponseCache(_outputs(cfg) / "cache" / "responses.sqlite")
     model: LanguageModel | None = None
     try:
@@ -206,11 +210,14 @@ def _run_pending(
             )
         except Exception as exc:
             return [
-                _log_failure(store, cell, params, suite, job_dir, resolved_yaml, exc, console)
+                _log_failure(
+                    store, cell, params, suite, job_dir, resolved_yaml, exc, console, started
+                )
                 for cell, params, _ in pending
             ]
         for cell, params, test_cfg in pending:
             before = model.stats.as_dict()
+            model.answered.clear()
             try:
                 result = get_test(cell.test)(
                     TestContext(dataset=dataset, model=model, params=test_cfg, seed=int(cfg.seed))
@@ -219,15 +226,32 @@ def _run_pending(
                 result.info.update(twin_info(dataset))
             except Exception as exc:
                 outcomes.append(
-                    _log_failure(store, cell, params, suite, job_dir, resolved_yaml, exc, console)
+                    _log_failure(
+                        store, cell, params, suite, job_dir, resolved_yaml, exc, console, started
+                    )
                 )
+                started = time.time_ns()
                 continue
             calls = {k: v - before[k] for k, v in model.stats.as_dict().items()}
+            queries = QueryLog(
+                result.records, cell.tags(), (started, time.time_ns()), list(model.answered)
+            )
             outcomes.append(
                 _log_result(
-                    store, cell, params, suite, job_dir, resolved_yaml, result, calls, cfg, console
+                    store,
+                    cell,
+                    params,
+                    suite,
+                    job_dir,
+                    resolved_yaml,
+                    result,
+                    calls,
+                    cfg,
+                    console,
+                    queries,
                 )
             )
+            started = time.time_ns()
         return outcomes
     finally:
         if model is not None:
@@ -251,6 +275,7 @@ def _log_failure(
     resolved_yaml: str,
     exc: Exception,
     console: Console,
+    started_ns: int,
 ) -> CellOutcome:
     """A failed cell: logged as a FAILED run with its error; one sentence on the terminal."""
     message = str(exc) if isinstance(exc, TabmemError) else f"{type(exc).__name__}: {exc}"
@@ -258,7 +283,17 @@ def _log_failure(
     if not isinstance(exc, TabmemError):
         texts["traceback.txt"] = "".join(traceback.format_exception(exc))
     tags = {**_tags(cell, params, suite, job_dir), "verdict": "failed", "error": message[:5000]}
-    run_id = store.log_cell(cell.run_name, tags, params, {}, {}, texts, failed=True)
+    run_id = store.log_cell(
+        run_title(cell, "failed"),
+        tags,
+        params,
+        {},
+        {},
+        texts,
+        failed=True,
+        start_ms=started_ns // 1_000_000,
+        description=run_description("failed", message),
+    )
     console.print(f"[bold red]failed[/] {cell.run_name}: {message}")
     return CellOutcome(**cell.tags(), status="failed", run_id=run_id, message=message)
 
@@ -274,6 +309,7 @@ def _log_result(
     calls: dict[str, int],
     cfg: Any,
     console: Console,
+    queries: QueryLog,
 ) -> CellOutcome:
     """A finished cell: verdict, figures, every query and the config, as one FINISHED run."""
     console.print(f"[bold]{cell.run_name}[/]")
@@ -292,7 +328,7 @@ def _log_result(
         "reason": result.reason[:5000],
     }
     run_id = store.log_cell(
-        cell.run_name,
+        run_title(cell, result.verdict.value),
         tags,
         params,
         metrics,
@@ -303,6 +339,9 @@ def _log_result(
         },
         failed=False,
         figures=result.figures,
+        start_ms=queries.window_ns[0] // 1_000_000,
+        description=run_description(result.verdict.value, result.reason, headline(result)),
+        queries=queries if cfg.tracking.get("traces", True) else None,
     )
     close_figures(result)
     return CellOutcome(
