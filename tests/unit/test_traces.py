@@ -74,12 +74,12 @@ def test_each_record_is_one_trace_of_the_run_with_expectation_score_and_call_det
     assert json.loads(json.dumps(batch.spans[1].to_dict()))["name"] == "header query 1"
 
 
-def test_run_title_ends_with_the_verdict_and_names_a_transform_other_than_the_original():
+def test_run_title_starts_with_the_verdict_and_names_a_transform_other_than_the_original():
     assert run_title(Cell("m", "iris", "header", "original"), "evidence") == (
-        "m · iris · header · evidence"
+        "evidence · m · iris · header"
     )
     assert run_title(Cell("m", "iris", "header", "twin"), "no_evidence") == (
-        "m · iris · header · twin · no_evidence"
+        "no_evidence · m · iris · header · twin"
     )
 
 

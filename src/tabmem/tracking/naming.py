@@ -8,12 +8,13 @@ DEFAULT_TRANSFORM = "original"
 
 
 def run_title(cell: Cell, verdict: str) -> str:
-    """``model · dataset · test · verdict`` (the transform too, unless it is the original), so
-    the list of runs shows each cell's verdict without opening it or adding a column."""
-    parts = [cell.model, cell.dataset, cell.test]
+    """``verdict · model · dataset · test`` (and the transform unless it is the original): the
+    list of runs shows each cell's verdict without a column added by hand, and first, since
+    MLflow's runs table cuts long names at the end."""
+    parts = [verdict, cell.model, cell.dataset, cell.test]
     if cell.transform != DEFAULT_TRANSFORM:
         parts.append(cell.transform)
-    return " · ".join([*parts, verdict])
+    return " · ".join(parts)
 
 
 def run_description(verdict: str, reason: str, figure: str = "") -> str:

@@ -30,7 +30,7 @@ EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_KIND = "custom_model_development"
 NOTE_TAG = "mlflow.note.content"
 EXPERIMENT_NOTE = (
-    "One run per grid cell (model × dataset × test × transform): the run name ends with the "
+    "One run per grid cell (model × dataset × test × transform): the run name starts with the "
     "verdict, the description says why, and the run's traces hold every query with its prompt, "
     "completion, expected text (expectation) and score (feedback)."
 )
