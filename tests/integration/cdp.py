@@ -126,6 +126,23 @@ class Browser:
             time.sleep(0.5)
         raise AssertionError(f"{needle!r} never appeared; the page shows:\n{self.text()[:3000]}")
 
+    def click_if_present(self, selector: str) -> bool:
+        """Click the first visible ``selector`` element, if there is one."""
+        script = (
+            f"(() => {{ const el = [...document.querySelectorAll({json.dumps(selector)})]"
+            ".find(e => e.offsetParent); if (!el) return null;"
+            " const r = el.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2];"
+            " })()"
+        )
+        found = self.evaluate(script)
+        if found is not None:
+            self._mouse_click(*found)
+        return found is not None
+
+    def _mouse_click(self, x: float, y: float) -> None:
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+
     def click_text(self, selector: str, needle: str) -> str:
         """Click, as a mouse does, the first visible ``selector`` element whose text contains
         ``needle``; its text."""
@@ -143,8 +160,7 @@ class Browser:
                 f"no {selector} with {needle!r}; the page shows:\n{self.text()[:3000]}"
             )
         x, y, text = found
-        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
-            self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+        self._mouse_click(x, y)
         return text
 
     def screenshot(self, path: Path) -> None:
