@@ -14,7 +14,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,8 +157,12 @@ def _use_wal(uri: str) -> None:
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
 
-    with sqlite3.connect(uri.removeprefix("sqlite:///"), timeout=60) as connection:
-        connection.execute("PRAGMA journal_mode=WAL")
+    try:
+        with closing(sqlite3.connect(uri.removeprefix("sqlite:///"), timeout=60)) as connection:
+            if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                connection.execute("PRAGMA journal_mode=WAL")
+    except sqlite3.OperationalError as exc:  # only slower commits: never fail a grid for it
+        logging.getLogger(__name__).warning("MLflow store left out of WAL mode: %s", exc)
     if not event.contains(Engine, "connect", _normal_sync):
         event.listen(Engine, "connect", _normal_sync)
 
