@@ -98,12 +98,14 @@ data-check: install
 	$(PY) scripts/data_provenance.py
 
 # Benchmarks (docs/reliability.md): concurrency against a 200 ms server, the cache, the
-# embedded model, and make demo on a fresh .venv in a temporary copy (minutes).
+# embedded model, the cost of query traces (docs/ui.md), and make demo on a fresh .venv in a
+# temporary copy (minutes).
 .PHONY: bench
 bench: install
 	$(PY) -u scripts/bench_concurrency.py
 	$(PY) -u scripts/bench_embedded.py
 	$(PY) -u scripts/bench_paper_tables.py
+	$(PY) -u scripts/bench_traces.py
 	$(PY) -u scripts/bench_demo.py
 
 clean-outputs:
