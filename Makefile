@@ -9,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 # llama.cpp's native build crashes with SIGILL on these machines (see DESIGN.md).
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-.PHONY: demo test test-slow test-fast install lint ui data-check clean-outputs help paper-tables lab calibrate
+.PHONY: demo test test-slow test-fast install lint ui ui-serve browser data-check clean-outputs help paper-tables lab calibrate
 
 help:
 	@echo "make demo       install into $(VENV) and run the demo grid on the embedded model"
@@ -39,7 +39,7 @@ demo: install
 	$(PY) run.py +grid=demo
 
 # The default suite plus the embedded-model demo test; make test-slow runs every slow test.
-test: install
+test: install browser
 	$(PY) -m ruff check .
 	$(PY) -m pytest
 	$(PY) -m pytest -m slow tests/slow/test_embedded_models.py tests/slow/test_python_api_notebook.py
@@ -47,18 +47,35 @@ test: install
 test-slow: install
 	$(PY) -m pytest -m slow
 
-test-fast: install
+test-fast: install browser
 	$(PY) -m pytest
 
 lint: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
+# make ui prints each experiment's address (opening on its runs), then serves the UI.
+# ui-serve is the server alone: the browser test starts it on its own store and port.
 UI_HOST ?= 127.0.0.1
+UI_PORT ?= 5000
+UI_STORE ?= $(CURDIR)/outputs
+UI_WORKERS ?= 4
 ui: install
-	$(PY) -m mlflow ui --host $(UI_HOST) --port 5000 \
-		--backend-store-uri sqlite:///$(CURDIR)/outputs/mlflow.db \
-		--default-artifact-root $(CURDIR)/outputs/mlartifacts
+	@$(MAKE) --no-print-directory ui-serve
+
+ui-serve:
+	@$(PY) -m tabmem.tracking.ui_links $(UI_STORE)/mlflow.db http://$(UI_HOST):$(UI_PORT)
+	$(PY) -m mlflow ui --host $(UI_HOST) --port $(UI_PORT) --workers $(UI_WORKERS) \
+		--backend-store-uri sqlite:///$(UI_STORE)/mlflow.db \
+		--default-artifact-root $(UI_STORE)/mlartifacts
+
+# The browser test drives Debian's chromium: installed here when missing and we are root
+# (otherwise that one test is skipped, and says why).
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 \
+		|| { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+			&& apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+		|| echo "chromium is not installed and cannot be here: the browser test will be skipped"
 
 # The contamination lab, minimal setting (CPU, minutes): docs/lab.md. LAB=full on a GPU.
 LAB ?= minimal
@@ -81,12 +98,14 @@ data-check: install
 	$(PY) scripts/data_provenance.py
 
 # Benchmarks (docs/reliability.md): concurrency against a 200 ms server, the cache, the
-# embedded model, and make demo on a fresh .venv in a temporary copy (minutes).
+# embedded model, the cost of query traces (docs/ui.md), and make demo on a fresh .venv in a
+# temporary copy (minutes).
 .PHONY: bench
 bench: install
 	$(PY) -u scripts/bench_concurrency.py
 	$(PY) -u scripts/bench_embedded.py
 	$(PY) -u scripts/bench_paper_tables.py
+	$(PY) -u scripts/bench_traces.py
 	$(PY) -u scripts/bench_demo.py
 
 clean-outputs:

@@ -7,6 +7,7 @@ writes what they would cost (``plan-<test>.json``); ``budget_usd`` caps the spen
 from __future__ import annotations
 
 import json
+import time
 import traceback
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -29,7 +30,9 @@ from tabmem.llm.registry import build_model
 from tabmem.report.terminal import show_result
 from tabmem.results import TestResult
 from tabmem.tests.base import TestContext, get_test
+from tabmem.tracking.naming import run_description, run_title
 from tabmem.tracking.store import TrackingStore, default_tracking_uri
+from tabmem.tracking.traces import QueryLog
 
 CELL_GLOB = "cell-*.json"
 PLAN_GLOB = "plan-*.json"
@@ -238,6 +241,7 @@ def _run_pending(
 ) -> list[CellOutcome]:
     """Load the data and the model once, then run and log each pending test."""
     outcomes: list[CellOutcome] = []
+    started = time.time_ns()  # each run starts where the previous one ended: the cell's time
     cache = ResponseCache(outputs_dir(cfg) / "cache" / "responses.sqlite")
     model: LanguageModel | None = None
     try:
@@ -252,12 +256,15 @@ def _run_pending(
             )
         except Exception as exc:
             return [
-                _log_failure(store, cell, params, suite, job_dir, resolved_yaml, exc, console)
+                _log_failure(
+                    store, cell, params, suite, job_dir, resolved_yaml, exc, console, started
+                )
                 for cell, params, _ in pending
             ]
         for cell, params, test_cfg in pending:
             before = model.stats.as_dict()
             model.budget_stop = None
+            model.answered.clear()
             try:
                 result = get_test(cell.test)(
                     TestContext(dataset=dataset, model=model, params=test_cfg, seed=int(cfg.seed))
@@ -281,12 +288,17 @@ def _run_pending(
                         resolved_yaml,
                         exc,
                         console,
+                        started,
                         model,
                         calls,
                     )
                 )
+                started = time.time_ns()
                 continue
             calls = {k: v - before[k] for k, v in model.stats.as_dict().items()}
+            queries = QueryLog(
+                result.records, cell.tags(), (started, time.time_ns()), list(model.answered)
+            )
             outcomes.append(
                 _log_result(
                     store,
@@ -299,9 +311,11 @@ def _run_pending(
                     calls,
                     cfg,
                     console,
+                    queries,
                     model.endpoint,
                 )
             )
+            started = time.time_ns()
         return outcomes
     finally:
         if model is not None:
@@ -335,6 +349,7 @@ def _log_failure(
     resolved_yaml: str,
     exc: Exception,
     console: Console,
+    started_ns: int,
     model: LanguageModel | None = None,
     calls: dict[str, float] | None = None,
 ) -> CellOutcome:
@@ -350,7 +365,17 @@ def _log_failure(
         "verdict": "failed",
         "error": message[:5000],
     }
-    run_id = store.log_cell(cell.run_name, tags, params, calls or {}, {}, texts, failed=True)
+    run_id = store.log_cell(
+        run_title(cell, "failed"),
+        tags,
+        params,
+        calls or {},
+        {},
+        texts,
+        failed=True,
+        start_ms=started_ns // 1_000_000,
+        description=run_description("failed", message),
+    )
     console.print(f"[bold red]failed[/] {cell.run_name}: {message}")
     outcome = CellOutcome(**cell.tags(), status="failed", run_id=run_id, message=message)
     outcome.add_calls(calls or {})
@@ -368,6 +393,7 @@ def _log_result(
     calls: dict[str, float],
     cfg: Any,
     console: Console,
+    queries: QueryLog,
     endpoint: str = "",
 ) -> CellOutcome:
     """A finished cell: verdict, figures, every query and the config, as one FINISHED run."""
@@ -387,7 +413,7 @@ def _log_result(
         "reason": result.reason[:5000],
     }
     run_id = store.log_cell(
-        cell.run_name,
+        run_title(cell, result.verdict.value),
         tags,
         params,
         metrics,
@@ -398,6 +424,9 @@ def _log_result(
         },
         failed=False,
         figures=result.figures,
+        start_ms=queries.window_ns[0] // 1_000_000,
+        description=run_description(result.verdict.value, result.reason, headline(result)),
+        queries=queries if cfg.tracking.get("traces", True) else None,
     )
     close_figures(result)
     outcome = CellOutcome(

@@ -32,6 +32,16 @@ from tabmem.llm.plan import RequestPlan, prompt_tokens
 from tabmem.llm.pricing import Price
 
 
+@dataclass(frozen=True)
+class Answered:
+    """One request with its response and the wall-clock window (ns) of the batch that sent it."""
+
+    request: Request
+    response: Response
+    started_ns: int
+    ended_ns: int
+
+
 @dataclass
 class CallStats:
     """How a batch of queries was answered: fresh calls, cache hits, retries, failures, and
@@ -147,6 +157,8 @@ class LanguageModel:
         self._planned: set[str] = set()
         self._plan_lock = threading.Lock()
         self.budget_stop: str | None = None
+        # Every request ``run`` answered, in order, for the query traces; the runner clears it.
+        self.answered: list[Answered] = []
 
     @property
     def endpoint(self) -> str:
@@ -176,6 +188,7 @@ class LanguageModel:
         """
         if not requests:
             return []
+        started = time.time_ns()
         keys = [cache_key(self.backend.identity, r) for r in requests]
         unique = dict(zip(keys, requests, strict=True))
         with self._progress() as progress:
@@ -193,7 +206,11 @@ class LanguageModel:
                 with ThreadPoolExecutor(max_workers=workers) as pool:
                     answers = list(pool.map(answer, unique.items()))
         by_key = dict(zip(unique, answers, strict=True))
-        return self._expand(keys, by_key)
+        responses = self._expand(keys, by_key)
+        ended = time.time_ns()
+        pairs = zip(requests, responses, strict=True)
+        self.answered += [Answered(q, a, started, ended) for q, a in pairs]
+        return responses
 
     def _expand(self, keys: list[str], by_key: dict[str, Response]) -> list[Response]:
         """One response per request, in order; repeated keys get a cached copy."""

@@ -2,22 +2,38 @@
 
 MLflow 3 refuses the plain-file store, and parallel jobs that create a fresh
 SQLite store at once fail in its migrations, so every access that writes goes
-through one inter-process lock beside the database.
+through one inter-process lock beside the database. A SQLite store runs in WAL mode
+with ``synchronous=NORMAL``: each trace is one transaction, and a commit then costs
+no fsync of the whole database (docs/ui.md has the figures).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sqlite3
+import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
 
+from tabmem.tracking.traces import QueryLog, build_traces, write_traces
+
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+# MLflow 3's UI opens an experiment on the view its kind names; runs, not the GenAI overview.
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"
+NOTE_TAG = "mlflow.note.content"
+EXPERIMENT_NOTE = (
+    "One run per grid cell (model × dataset × test × transform): the run name starts with the "
+    "verdict, the description says why, and the run's traces hold every query with its prompt, "
+    "completion, expected text (expectation) and score (feedback)."
+)
 
 
 def default_tracking_uri(outputs_dir: Path) -> str:
@@ -48,10 +64,17 @@ class TrackingStore:
             found = self.client.get_experiment_by_name(self.experiment)
             if found is None:
                 self.experiment_id = self.client.create_experiment(
-                    self.experiment, artifact_location=self.artifact_root.resolve().as_uri()
+                    self.experiment,
+                    artifact_location=self.artifact_root.resolve().as_uri(),
+                    tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND, NOTE_TAG: EXPERIMENT_NOTE},
                 )
             else:
                 self.experiment_id = found.experiment_id
+                if EXPERIMENT_KIND_TAG not in found.tags:
+                    self.client.set_experiment_tag(
+                        self.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND
+                    )
+            _use_wal(self.uri)
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -80,12 +103,23 @@ class TrackingStore:
         texts: Mapping[str, str],
         failed: bool,
         figures: Mapping[str, Any] | None = None,
+        *,
+        start_ms: int | None = None,
+        description: str = "",
+        queries: QueryLog | None = None,
     ) -> str:
-        """Write one cell as one run (FINISHED or FAILED) and return its id."""
+        """Write one cell as one run (FINISHED or FAILED) and return its id.
+
+        The run starts at ``start_ms`` (the cell's real start) and ends when it is written;
+        ``description`` becomes the run's description; ``queries`` become its traces.
+        """
         from mlflow.entities import Metric, Param, RunTag
 
+        tags = {**tags, **({NOTE_TAG: description} if description else {})}
         with self.locked():
-            run = self.client.create_run(self.experiment_id, run_name=run_name, tags=dict(tags))
+            run = self.client.create_run(
+                self.experiment_id, start_time=start_ms, run_name=run_name, tags=dict(tags)
+            )
             run_id = run.info.run_id
             param_list = [Param(k, _param_value(v)) for k, v in params.items()]
             metric_list = [Metric(k, float(v), 0, 0) for k, v in metrics.items() if _finite(v)]
@@ -100,8 +134,42 @@ class TrackingStore:
                 self.client.log_text(run_id, text, artifact_file)
             for artifact_file, figure in (figures or {}).items():
                 self.client.log_figure(run_id, figure, artifact_file)
-            self.client.set_terminated(run_id, status="FAILED" if failed else "FINISHED")
+            if queries is not None and queries.records:
+                write_traces(
+                    self.uri, self.experiment_id, build_traces(queries, self.experiment_id, run_id)
+                )
+            self.client.set_terminated(
+                run_id, status="FAILED" if failed else "FINISHED", end_time=_now_ms()
+            )
         return run_id
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _use_wal(uri: str) -> None:
+    """Put a SQLite store in WAL mode (kept in the file) and make this process's connections
+    commit with ``synchronous=NORMAL``: safe against crashes of the process, far cheaper per
+    commit than the default, which syncs the whole database on every transaction."""
+    if not uri.startswith("sqlite:///"):
+        return
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    try:
+        with closing(sqlite3.connect(uri.removeprefix("sqlite:///"), timeout=60)) as connection:
+            if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                connection.execute("PRAGMA journal_mode=WAL")
+    except sqlite3.OperationalError as exc:  # only slower commits: never fail a grid for it
+        logging.getLogger(__name__).warning("MLflow store left out of WAL mode: %s", exc)
+    if not event.contains(Engine, "connect", _normal_sync):
+        event.listen(Engine, "connect", _normal_sync)
+
+
+def _normal_sync(dbapi_connection: Any, _record: Any) -> None:
+    if isinstance(dbapi_connection, sqlite3.Connection):
+        dbapi_connection.execute("PRAGMA synchronous=NORMAL")
 
 
 def _param_value(value: Any) -> str:

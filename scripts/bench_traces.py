@@ -1,0 +1,111 @@
+"""What logging every query as an MLflow trace costs, per query, against a cached query.
+
+A cell of N chat queries (prompts of about 2 KB, like the header test's) is answered twice by
+a model behind the response cache; the second pass, all cache hits, is the cost of a cached
+query. The same cell is then logged as an MLflow run without traces and with them (fresh
+SQLite store each time); the difference per query is the cost of a trace.
+
+    python scripts/bench_traces.py [N]      # default N = 200
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench_common import ROOT  # noqa: F401  (puts src/ on the path)
+
+from tabmem.llm.base import GenerationParams, Message, Request
+from tabmem.llm.cache import ResponseCache
+from tabmem.llm.client import LanguageModel
+from tabmem.results import QueryRecord
+from tabmem.tracking.store import TrackingStore
+from tabmem.tracking.traces import QueryLog
+
+ROW = "5.1,3.5,1.4,0.2,Iris-setosa\n"
+
+
+class _Echo:
+    """A backend that answers at once: only the first pass calls it."""
+
+    def __init__(self) -> None:
+        self.identity = {"provider": "bench-echo"}
+
+    def chat(self, messages: list[Message], params: GenerationParams) -> str:
+        return ROW * 5
+
+    def complete(self, prompt: str, params: GenerationParams) -> str:
+        return ROW * 5
+
+    def count_tokens(self, text: str) -> int | None:
+        return None
+
+    def tokenize(self, text: str) -> list[str] | None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def _requests(n: int) -> list[Request]:
+    params = GenerationParams(max_tokens=200)
+    return [
+        Request(params=params, messages=({"role": "user", "content": f"{i}\n" + ROW * 70},))
+        for i in range(n)
+    ]
+
+
+def _log(folder: Path, records: list[QueryRecord], log: QueryLog | None) -> float:
+    store = TrackingStore(
+        uri=f"sqlite:///{folder / 'mlflow.db'}",
+        artifact_root=folder / "artifacts",
+        experiment="bench",
+        lock_path=folder / "mlflow.lock",
+    )
+    started = time.perf_counter()
+    store.log_cell(
+        "bench",
+        {"test": "header"},
+        {"n": len(records)},
+        {"n_queries": len(records)},
+        {},
+        {},
+        failed=False,
+        queries=log,
+    )
+    return time.perf_counter() - started
+
+
+def main(n: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        cache = ResponseCache(folder / "cache.sqlite")
+        model = LanguageModel(_Echo(), "echo", cache=cache, show_progress=False)
+        requests = _requests(n)
+        model.run(requests)
+        model.answered.clear()
+        started = time.perf_counter()
+        responses = model.run(requests)
+        cached = time.perf_counter() - started
+        assert all(r.cached for r in responses)
+        records = [
+            QueryRecord(r.as_text(), ROW * 5, a.text, 5.0)
+            for r, a in zip(requests, responses, strict=True)
+        ]
+        tags = {"model": "echo", "dataset": "iris", "test": "header", "transform": "original"}
+        log = QueryLog(records, tags, (time.time_ns(), time.time_ns()), list(model.answered))
+        plain = _log(folder / "plain", records, None)
+        traced = _log(folder / "traced", records, log)
+        cache.close()
+    per = 1000 / n
+    print(f"{n} queries")
+    print(f"cached query                  {cached * per:8.2f} ms/query")
+    print(f"run logged without traces     {plain * 1000:8.0f} ms")
+    print(f"run logged with traces        {traced * 1000:8.0f} ms")
+    print(f"trace (expectation, feedback) {(traced - plain) * per:8.2f} ms/query")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 200)
