@@ -126,10 +126,11 @@ def test_models_without_the_rows_stay_near_chance(test: str, oracle: str) -> Non
 
 def test_the_frequency_rule_is_reported_and_matches_the_marginal_model() -> None:
     result = run("completion_choice", oracle_backend("marginal"))
-    rule = result.metrics["frequency_rule_rate"]
-    assert 0.0 <= rule <= 1.0
-    # the marginal oracle follows the rule, ties drawn at random: same expectation per question
+    # the metric is the rule's expected accuracy on the very questions asked
     expected = sum(r.extra["frequency_rule_hit"] for r in result.records)
+    assert result.metrics["frequency_rule_rate"] == pytest.approx(expected / result.n_queries)
+    assert 0.0 < expected < result.n_queries
+    # the marginal oracle follows the rule, ties drawn at random: same expectation per question
     assert abs(result.n_hits - expected) <= 6
 
 
