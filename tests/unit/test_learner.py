@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tabmem.data import Dataset, DatasetSpec
+from tabmem.data.csvtext import raw_fields
 from tabmem.data.values import normalize_value
 from tabmem.llm.oracle import LearnerOracle, MemorizerOracle
-from tabmem.llm.oracle.models import raw_fields
 from tabmem.stats.neighbours import NeighbourModel
 
 GROUPS = {"alpha": "pine", "beta": "oak", "gamma": "elm"}

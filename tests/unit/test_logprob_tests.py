@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from tabmem.data import Dataset, DatasetSpec, dataset_specs, load_dataset
+from tabmem.data.csvtext import raw_fields
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.logprobs import ScoreRequest
 from tabmem.results import Verdict
-from tabmem.stats.contrast import ContrastTable, raw_fields
+from tabmem.stats.contrast import ContrastTable
 from tabmem.tests.base import TestContext
 from tabmem.tests.min_k_prob import row_pairs, run_min_k_prob
 from tabmem.tests.row_order import run_row_order, shuffled_orders

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tabmem.data import Dataset, DatasetSpec
+from tabmem.data.csvtext import raw_fields
 from tabmem.llm.oracle import (
     MarginalOracle,
     MemorizerOracle,
@@ -17,7 +18,6 @@ from tabmem.llm.oracle import (
     load_available_datasets,
     rng_for,
 )
-from tabmem.llm.oracle.models import raw_fields
 
 
 def make_dataset(directory: Path, name: str, text: str) -> Dataset:

@@ -49,3 +49,19 @@ def parse_fields(record: str, delimiter: str = ",") -> list[str]:
     """The fields of one CSV record, unquoted, whitespace kept."""
     rows = list(csv.reader(io.StringIO(record), delimiter=delimiter))
     return rows[0] if rows else []
+
+
+def raw_fields(record: str, delimiter: str = ",") -> list[str]:
+    """The fields of one CSV record exactly as written (quotes kept), split at delimiters
+    outside quotes: what a model sees and must reproduce, unlike ``parse_fields``."""
+    if '"' not in record:
+        return record.split(delimiter)
+    fields, start, quoted = [], 0, False
+    for i, char in enumerate(record):
+        if char == '"':
+            quoted = not quoted
+        elif char == delimiter and not quoted:
+            fields.append(record[start:i])
+            start = i + 1
+    fields.append(record[start:])
+    return fields

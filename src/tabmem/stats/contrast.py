@@ -25,22 +25,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
+from tabmem.data.csvtext import raw_fields
 from tabmem.data.values import normalize_value
 
 MAX_SHARE_OF_DISTINCT = 0.2
 """A column determines another only if it repeats its values (at most this share distinct)."""
-
-
-def raw_fields(row: str, delimiter: str) -> list[str]:
-    """The row's fields exactly as written (quotes kept), split at delimiters outside quotes."""
-    fields, start, quoted = [], 0, False
-    for i, char in enumerate(row):
-        if char == '"':
-            quoted = not quoted
-        elif char == delimiter and not quoted:
-            fields.append(row[start:i])
-            start = i + 1
-    return [*fields, row[start:]]
 
 
 def _number(value: str) -> float | None:

@@ -33,6 +33,7 @@ from functools import cached_property
 import numpy as np
 
 from tabmem.data.copula import is_counter
+from tabmem.data.csvtext import raw_fields
 from tabmem.data.dataset import Dataset
 from tabmem.llm.oracle.models import (
     _DEFAULT_STYLE,
@@ -42,7 +43,6 @@ from tabmem.llm.oracle.models import (
     _lines,
     _Pair,
     _Table,
-    raw_fields,
 )
 from tabmem.stats.neighbours import NeighbourModel
 

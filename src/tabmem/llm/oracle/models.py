@@ -49,6 +49,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from tabmem.data.csvtext import raw_fields
 from tabmem.data.dataset import Dataset
 
 CHARS_PER_TOKEN = 4
@@ -99,21 +100,6 @@ def last_user_text(messages: Sequence[Mapping[str, object]]) -> str | None:
     """The last user message's text, or None if there is no user message."""
     users = [m for m in messages if m.get("role") == "user"]
     return message_text(users[-1]) if users else None
-
-
-def raw_fields(record: str, delimiter: str) -> list[str]:
-    """Split one CSV record at delimiters outside quotes, keeping each field's exact text."""
-    if '"' not in record:
-        return record.split(delimiter)
-    fields, start, quoted = [], 0, False
-    for i, ch in enumerate(record):
-        if ch == '"':
-            quoted = not quoted
-        elif ch == delimiter and not quoted:
-            fields.append(record[start:i])
-            start = i + 1
-    fields.append(record[start:])
-    return fields
 
 
 def _clean(field: str) -> str:
