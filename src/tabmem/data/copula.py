@@ -23,7 +23,6 @@ written as the same count, starting where the caller says.
 from __future__ import annotations
 
 import itertools
-import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ import numpy as np
 from scipy import stats
 
 from tabmem.data.association import coarse_codes, information_share
-from tabmem.data.values import normalize_value
+from tabmem.data.values import finite_number, normalize_value
 
 SHRINKAGE = 1e-3
 """Weight of the identity mixed into the correlation matrix, so it is always positive definite."""
@@ -42,17 +41,9 @@ MIN_STRATUM = 30
 """Hub values with fewer rows share one pooled copula."""
 
 
-def _number(value: str) -> float | None:
-    try:
-        number = float(value)
-    except ValueError:
-        return None
-    return number if math.isfinite(number) else None
-
-
 def is_numeric(values: Iterable[str]) -> bool:
     """Whether every non-empty (normalized) value is a number."""
-    return all(_number(v) is not None for v in values if v != "")
+    return all(finite_number(v) is not None for v in values if v != "")
 
 
 def category_ranks(
@@ -116,7 +107,7 @@ class Marginal:
 
         def order(value: str) -> tuple:
             if numeric:
-                return (value != "", _number(value) or 0.0)
+                return (value != "", finite_number(value) or 0.0)
             if rank:
                 return (rank.get(value, 0.0), -counts[value], value)
             return (-counts[value], value)

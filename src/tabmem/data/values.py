@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 MISSING_SPELLINGS = frozenset({"", "nan", "none", "null", "na", "n/a", "missing"})
@@ -21,3 +22,12 @@ def normalize_value(text: str) -> str:
     except ValueError:
         return value
     return repr(number) if number == number else value
+
+
+def finite_number(text: str) -> float | None:
+    """The text's value as a finite number, or None (not a number, nan or infinite)."""
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None

@@ -26,23 +26,15 @@ import numpy as np
 from scipy.stats import rankdata
 
 from tabmem.data.csvtext import raw_fields
-from tabmem.data.values import normalize_value
+from tabmem.data.values import finite_number, normalize_value
 
 MAX_SHARE_OF_DISTINCT = 0.2
 """A column determines another only if it repeats its values (at most this share distinct)."""
 
 
-def _number(value: str) -> float | None:
-    try:
-        number = float(value)
-    except ValueError:
-        return None
-    return number if np.isfinite(number) else None
-
-
 def _follows_file_order(values: Sequence[str]) -> bool:
     """Whether a column's numbers rise (or fall) strictly from row to row: a row's position."""
-    numbers = [_number(v) for v in values]
+    numbers = [finite_number(v) for v in values]
     if len(numbers) < 2 or any(n is None for n in numbers):
         return False
     steps = np.diff(np.asarray(numbers, dtype=float))
@@ -84,7 +76,7 @@ class ContrastTable:
     @staticmethod
     def _ranks(values: list[str]) -> np.ndarray:
         """Ranks scaled to [0, 1] for a numeric column (missing: NaN); all NaN for text."""
-        numbers = [_number(v) if v != "" else None for v in values]
+        numbers = [finite_number(v) if v != "" else None for v in values]
         present = [n for n in numbers if n is not None]
         if not present or any(n is None and v != "" for n, v in zip(numbers, values, strict=True)):
             return np.full(len(values), np.nan)
