@@ -57,6 +57,7 @@ class CellOutcome:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_prompt_tokens: int = 0
+    evaluated_tokens: int = 0
     cost_usd: float = 0.0
     unpriced_answers: int = 0
 
@@ -68,6 +69,7 @@ class CellOutcome:
             "prompt_tokens",
             "completion_tokens",
             "cached_prompt_tokens",
+            "evaluated_tokens",
             "unpriced_answers",
         ):
             setattr(self, name, int(calls.get(name, 0)))

@@ -30,6 +30,7 @@ USAGE_METRICS = {
     "completion_tokens",
     "cached_prompt_tokens",
     "cached_completion_tokens",
+    "evaluated_tokens",
     "cost_usd",
     "unpriced_answers",
 }

@@ -124,3 +124,24 @@ def test_finishing_the_cut_row_alone_counts_under_neither_rule():
 def test_unknown_rule_is_a_clear_error():
     with pytest.raises(ConfigError, match="rule"):
         run(True, rule="lenient")
+
+
+def chat_requests(**params):
+    result = run(True, form="chat", few_shot_pool=["iris", "wine", "adult"], **params)
+    return [r.prompt.split("[user]") for r in result.records]
+
+
+def test_examples_cut_at_one_row_make_the_queries_share_their_prompt_up_to_the_file():
+    shared = chat_requests(few_shot_row=4)
+    assert len({"[user]".join(parts[:-1]) for parts in shared}) == 1
+    assert len({parts[-1] for parts in shared}) == 4
+    own_rows = chat_requests(few_shot_row=None)
+    assert len({"[user]".join(parts[:-1]) for parts in own_rows}) == 4
+
+
+def test_stopping_on_divergence_keeps_the_scores():
+    for rows in (0, 1, 2):
+        stopped, whole = run(True, rows=rows), run(True, rows=rows, stop_on_divergence=False)
+        assert [r.score for r in stopped.records] == [r.score for r in whole.records]
+        assert stopped.verdict == whole.verdict
+        assert all(r.completion.endswith("9,9,nobody\n") for r in stopped.records)

@@ -5,22 +5,33 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from tabmem.llm.stopping import StopRule
+
 Message = dict[str, str]
 
 
 @dataclass(frozen=True)
 class GenerationParams:
-    """Everything that shapes a generation; all of it is part of the cache key."""
+    """Everything that shapes a generation; all of it is part of the cache key.
+
+    ``stop_rule`` ends the answer once its score is settled (``tabmem.llm.stopping``); it is in
+    the key only when set, so answers cached without one keep their keys.
+    """
 
     max_tokens: int
     temperature: float = 0.0
     top_p: float = 1.0
     stop: tuple[str, ...] = ()
     seed: int = 0
+    stop_rule: StopRule | None = None
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["stop"] = list(self.stop)
+        if self.stop_rule is None:
+            del d["stop_rule"]
+        else:
+            d["stop_rule"] = self.stop_rule.as_dict()
         return d
 
 

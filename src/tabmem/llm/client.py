@@ -56,6 +56,7 @@ class CallStats:
     completion_tokens: int = 0
     cached_prompt_tokens: int = 0
     cached_completion_tokens: int = 0
+    evaluated_tokens: int = 0
     cost_usd: float = 0.0
     unpriced_answers: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -76,6 +77,7 @@ class CallStats:
             "completion_tokens": self.completion_tokens,
             "cached_prompt_tokens": self.cached_prompt_tokens,
             "cached_completion_tokens": self.cached_completion_tokens,
+            "evaluated_tokens": self.evaluated_tokens,
             "cost_usd": self.cost_usd,
             "unpriced_answers": self.unpriced_answers,
         }
@@ -269,7 +271,11 @@ class LanguageModel:
     def _count_usage(self, usage: dict[str, int]) -> None:
         """Add a fresh answer's reported tokens and their cost (to the grid's budget too)."""
         prompt, completion = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
-        self.stats.add(prompt_tokens=prompt, completion_tokens=completion)
+        self.stats.add(
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            evaluated_tokens=usage.get("evaluated_tokens", 0),
+        )
         if self.price is None:
             self.stats.add(unpriced_answers=1)
             return
@@ -316,9 +322,14 @@ class LanguageModel:
         return dict(take()) if callable(take) else {}
 
     def _call(self, request: Request) -> str:
+        """The backend's answer, cut where its score is settled when the request has a stop
+        rule (backends that cannot stop early still answer the same text)."""
         if request.messages is not None:
-            return self.backend.chat(list(request.messages), request.params)
-        return self.backend.complete(request.prompt or "", request.params)
+            text = self.backend.chat(list(request.messages), request.params)
+        else:
+            text = self.backend.complete(request.prompt or "", request.params)
+        rule = request.params.stop_rule
+        return rule.cut(text or "") if rule is not None else text
 
     def close(self) -> None:
         self.backend.close()

@@ -1,12 +1,21 @@
-"""In-process GGUF models through llama-cpp-python (the embedded default model runs here)."""
+"""In-process GGUF models through llama-cpp-python (the embedded default model runs here).
+
+Each answer reports its token usage (``take_usage``): prompt and completion tokens, and
+``evaluated_tokens``, the tokens llama.cpp actually ran through the model (prompt tokens not
+served from its KV cache, plus the generated ones): the figure that sets a local run's time.
+A request with a stop rule stops generating as soon as its score is settled.
+"""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 from tabmem.errors import ProviderError
 from tabmem.llm.base import GenerationParams, Message
+from tabmem.llm.stopping import StopRule
 from tabmem.llm.weights import sha256_file
 
 INSTALL_HINT = (
@@ -33,10 +42,30 @@ class LlamaCppBackend:
             from llama_cpp import Llama
         except ImportError as exc:
             raise ProviderError(f"Model '{name}' needs llama-cpp-python; {INSTALL_HINT}.") from exc
+
+        class CountingLlama(Llama):
+            """Llama that counts, per generation, the prompt's tokens, the tokens it sampled and
+            those it evaluated (prompt tokens found in the KV cache are never evaluated)."""
+
+            prompt_tokens = sampled = evaluated = 0
+
+            def generate(self, tokens: Any, *args: Any, **kwargs: Any) -> Any:
+                self.prompt_tokens = len(tokens)
+                return (yield from super().generate(tokens, *args, **kwargs))
+
+            def sample(self, *args: Any, **kwargs: Any) -> Any:
+                self.sampled += 1
+                return super().sample(*args, **kwargs)
+
+            def eval(self, tokens: Any) -> None:
+                self.evaluated += len(tokens)
+                super().eval(tokens)
+
         self.name = name
         self.weights = Path(weights)
         self._lock = threading.Lock()
-        self._llm = Llama(
+        self._usage = threading.local()
+        self._llm = CountingLlama(
             model_path=str(self.weights),
             n_ctx=context_window,
             n_threads=n_threads,
@@ -51,27 +80,40 @@ class LlamaCppBackend:
 
     def chat(self, messages: list[Message], params: GenerationParams) -> str:
         with self._lock:
-            out = self._llm.create_chat_completion(
-                messages=messages,
-                max_tokens=params.max_tokens,
-                temperature=params.temperature,
-                top_p=params.top_p,
-                stop=list(params.stop) or None,
-                seed=params.seed,
-            )
-        return out["choices"][0]["message"]["content"] or ""
+            return self._generate(self._llm.create_chat_completion, params, messages=messages)
 
     def complete(self, prompt: str, params: GenerationParams) -> str:
         with self._lock:
-            out = self._llm.create_completion(
-                prompt=prompt,
-                max_tokens=params.max_tokens,
-                temperature=params.temperature,
-                top_p=params.top_p,
-                stop=list(params.stop) or None,
-                seed=params.seed,
-            )
-        return out["choices"][0]["text"] or ""
+            return self._generate(self._llm.create_completion, params, prompt=prompt)
+
+    def _generate(self, create: Any, params: GenerationParams, **kwargs: Any) -> str:
+        """One generation, keeping its usage. With a stop rule the answer is streamed and the
+        stream closed as soon as the text so far settles the score."""
+        llm = self._llm
+        sampled, evaluated = llm.sampled, llm.evaluated
+        rule = params.stop_rule
+        out = create(
+            max_tokens=params.max_tokens,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            stop=list(params.stop) or None,
+            seed=params.seed,
+            stream=rule is not None,
+            **kwargs,
+        )
+        text = _text(out) if rule is None else _streamed_until_settled(out, rule)
+        self._usage.value = {
+            "prompt_tokens": llm.prompt_tokens,
+            "completion_tokens": llm.sampled - sampled,
+            "evaluated_tokens": llm.evaluated - evaluated,
+        }
+        return text
+
+    def take_usage(self) -> dict[str, int]:
+        """The token usage of this thread's last answer (then forgotten)."""
+        usage = getattr(self._usage, "value", None) or {}
+        self._usage.value = None
+        return usage
 
     def count_tokens(self, text: str) -> int | None:
         with self._lock:
@@ -86,3 +128,25 @@ class LlamaCppBackend:
     def close(self) -> None:
         with self._lock:
             self._llm.close()
+
+
+
+def _text(out: dict[str, Any]) -> str:
+    """The text of a (chat) completion."""
+    choice = out["choices"][0]
+    return (choice["message"]["content"] if "message" in choice else choice["text"]) or ""
+
+
+def _streamed_until_settled(chunks: Generator[dict[str, Any], None, None], rule: StopRule) -> str:
+    """The streamed text, read until ``rule`` says its score is settled; the stream is then
+    closed, which ends llama.cpp's generation."""
+    text = ""
+    try:
+        for chunk in chunks:
+            choice = chunk["choices"][0]
+            text += (choice["delta"].get("content") if "delta" in choice else choice["text"]) or ""
+            if rule.end(text) is not None:
+                break
+    finally:
+        chunks.close()
+    return text

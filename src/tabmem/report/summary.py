@@ -79,6 +79,7 @@ def spend_line(outcomes: list[dict[str, Any]]) -> str:
             "prompt_tokens",
             "completion_tokens",
             "cached_prompt_tokens",
+            "evaluated_tokens",
             "cost_usd",
             "unpriced_answers",
         )
@@ -90,6 +91,8 @@ def spend_line(outcomes: list[dict[str, Any]]) -> str:
     )
     if total["unpriced_answers"]:
         text += f"; {total['unpriced_answers']} answers from models with unknown price"
+    if total["evaluated_tokens"]:
+        text += f"; {total['evaluated_tokens']:,} tokens evaluated by local models"
     return text + "."
 
 

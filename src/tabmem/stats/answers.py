@@ -26,18 +26,32 @@ def _lines(completion: str) -> list[str]:
     return [line for line in lines if line.strip() and not line.lstrip().startswith("```")]
 
 
+def _fields_needed(header: str, delimiter: str) -> int:
+    return max(2, math.ceil(len(parse_fields(header, delimiter)) / 2))
+
+
+def _is_lead_in(line: str, header: str) -> bool:
+    """A repeated header line or a lead-in ending in a colon: passed over, never the answer."""
+    return line.strip() == header.strip() or line.rstrip().endswith(":")
+
+
 def first_csv_row(completion: str, header: str, delimiter: str) -> str:
     """The first CSV row the completion writes (see the module docstring for the rule)."""
-    needed = max(2, math.ceil(len(parse_fields(header, delimiter)) / 2))
-    lines = [
-        line
-        for line in _lines(completion)
-        if line.strip() != header.strip() and not line.rstrip().endswith(":")
-    ]
+    needed = _fields_needed(header, delimiter)
+    lines = [line for line in _lines(completion) if not _is_lead_in(line, header)]
     for line in lines:
         if len(parse_fields(line, delimiter)) >= needed:
             return line
     return lines[0] if lines else ""
+
+
+def is_first_row_line(line: str, header: str, delimiter: str) -> bool:
+    """Whether ``line`` is one ``first_csv_row`` takes as the answer when no such line comes
+    before it (so a completion's answer is settled once such a line is complete)."""
+    line = line.rstrip("\r\n")
+    if not _lines(line) or _is_lead_in(line, header):
+        return False
+    return len(parse_fields(line, delimiter)) >= _fields_needed(header, delimiter)
 
 
 def row_matches(answer: str, expected: str) -> bool:

@@ -4,7 +4,12 @@ The prompt holds the header and the first rows of the file, cut inside one row;
 the model is asked for what follows. Splits at several rows give several chances
 and the best one counts. Few-shot examples (chat form only) come from other
 datasets, cut at the same row, so the model learns the task without seeing any
-part of the tested file beyond the prompt.
+part of the tested file beyond the prompt. The examples are cut inside row ``few_shot_row``
+for every split, so a cell's queries share their prompt up to the tested file and a local
+model evaluates that part once (``few_shot_row: null`` cuts them at each query's own row).
+
+Generation stops at the end of the line on which the answer first differs from the file
+(``stop_on_divergence``, ``tabmem.llm.stopping``): nothing after it can change the score.
 
 Two named rules decide: ``paper`` (Bordt et al.: one whole row after the cut row is
 evidence) and ``strict`` (the default: two rows, one row is ambiguous). Both verdicts and
@@ -19,6 +24,7 @@ from dataclasses import dataclass
 from tabmem.data import Dataset
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
+from tabmem.llm.stopping import StopRule
 from tabmem.prompts.fewshot import chat_messages, few_shot_datasets, fit_to_context
 from tabmem.results import QueryRecord, TestResult, Verdict
 from tabmem.stats.scoring import strip_code_fence, verbatim_match
@@ -98,6 +104,14 @@ def run_header_test(ctx: TestContext) -> TestResult:
         else []
     )
 
+    shot_row = p.get("few_shot_row")
+    shared_shots = (
+        [s for s in (split_at_row(d, int(shot_row), n_rows, rng) for d in examples) if s]
+        if shot_row is not None
+        else None
+    )
+    stop_early = bool(p.get("stop_on_divergence", True))
+
     requests: list[Request] = []
     splits: list[HeaderSplit] = []
     dropped = 0
@@ -107,11 +121,16 @@ def run_header_test(ctx: TestContext) -> TestResult:
         if split is None:
             skipped_rows.append(int(row))
             continue
-        shots = [s for s in (split_at_row(d, int(row), n_rows, rng) for d in examples) if s]
+        shots = (
+            shared_shots
+            if shared_shots is not None
+            else [s for s in (split_at_row(d, int(row), n_rows, rng) for d in examples) if s]
+        )
         params = GenerationParams(
             max_tokens=ctx.model.count_tokens(split.continuation) + 16,
             temperature=0.0,
             seed=ctx.seed,
+            stop_rule=StopRule.verbatim(split.continuation) if stop_early else None,
         )
 
         def build(

@@ -19,6 +19,7 @@ from typing import Any
 from tabmem.data import Dataset
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request, Response
+from tabmem.llm.stopping import StopRule
 from tabmem.prompts.fewshot import chat_messages, few_shot_datasets, fit_to_context
 from tabmem.results import QueryRecord, TestResult, Verdict
 from tabmem.stats.answers import first_csv_row, row_matches
@@ -84,12 +85,18 @@ def window_queries(ctx: TestContext, positions: list[int]) -> WindowQueries:
         if len(d.rows) > prefix_rows
     ]
     queries = WindowQueries([], [], [d.name for d in examples], 0, 0)
+    first_row_rule = (
+        StopRule.first_row(ctx.dataset.header, ctx.dataset.delimiter)
+        if p.get("stop_after_first_row", True)
+        else None
+    )
     for target in positions:
         win = window(ctx.dataset, target, prefix_rows)
         params = GenerationParams(
             max_tokens=ctx.model.count_tokens(win.expected) + int(p.get("extra_tokens", 32)),
             temperature=0.0,
             seed=ctx.seed,
+            stop_rule=first_row_rule,
         )
 
         def build(kept: int, win: Window = win, params: GenerationParams = params) -> Request:
