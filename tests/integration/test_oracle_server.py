@@ -179,9 +179,7 @@ def test_malformed_json_is_a_400(server: OracleServer) -> None:
     assert body["error"]["type"] == "invalid_request_error"
 
 
-@pytest.mark.parametrize(
-    "params", [{"n": 2}, {"stop": 5}, {"max_tokens": -1}, {"messages": "hi"}, {"stream": True}]
-)
+@pytest.mark.parametrize("params", [{"n": 2}, {"stop": 5}, {"max_tokens": -1}, {"messages": "hi"}])
 def test_unsupported_parameters_are_a_400(server: OracleServer, params: dict[str, Any]) -> None:
     status, body = call(server, "/chat/completions", {**chat_body(TEXT[:CUT]), **params})
     assert status == 400
@@ -230,3 +228,49 @@ def test_module_entry_point_serves_until_stopped() -> None:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+def raw_events(server: OracleServer, body: dict[str, Any]) -> list[Any]:
+    """The ``data:`` payloads of a streamed reply, read to its end with urllib."""
+    request = urllib.request.Request(
+        server.base_url + "/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.headers["Content-Type"] == "text/event-stream"
+        lines = response.read().decode().split("\n\n")
+    return [
+        line[len("data: ") :] if line.endswith("[DONE]") else json.loads(line[len("data: ") :])
+        for line in lines
+        if line.startswith("data: ")
+    ]
+
+
+def test_a_streamed_reply_is_the_same_answer_in_token_sized_events(server: OracleServer) -> None:
+    body = chat_body(TEXT[:CUT])
+    _, whole = call(server, "/chat/completions", body)
+    events = raw_events(server, {**body, "stream": True, "stream_options": {"include_usage": True}})
+    assert events[-1] == "[DONE]"
+    pieces = [e["choices"][0]["delta"]["content"] for e in events[:-1] if e["choices"]]
+    assert "".join(pieces) == whole["choices"][0]["message"]["content"]
+    assert max(len(p) for p in pieces) == 4 and len(pieces) > 5
+    assert events[-2]["usage"] == whole["usage"]
+
+
+def test_the_client_closes_the_stream_once_the_answer_has_gone_wrong(
+    server: OracleServer,
+) -> None:
+    from tabmem.llm.openai_http import OpenAICompatibleClient
+    from tabmem.llm.stopping import StopRule
+
+    client = OpenAICompatibleClient(server.base_url, None, 10, "oracle", lambda headers: None)
+    body = {**chat_body(TEXT[:CUT]), "max_tokens": 200}
+    whole, _ = client.chat("oracle-memorizer", body["messages"], {"max_tokens": 200})
+    assert whole.count("\n") >= 2
+    first_line = whole[: whole.index("\n") + 1]
+    wrong = StopRule.verbatim(first_line + "999,nobody\n")
+    text, _ = client.stream("chat/completions", body, wrong)
+    client.close()
+    assert text.startswith(first_line) and len(text) < len(whole)
+    assert wrong.cut(text) == wrong.cut(whole)

@@ -37,10 +37,10 @@ def test_each_query_is_a_trace_of_its_run_with_prompt_completion_expected_and_sc
         path = client.download_artifacts(run.info.run_id, "queries.json", str(outputs / "dl"))
         table = json.loads(Path(path).read_text())
         rows = [dict(zip(table["columns"], row, strict=True)) for row in table["data"]]
-        by_completion = {row["completion"]: row for row in rows}
         for trace in traces:
             span = trace.data.spans[0]
-            row = by_completion[span.outputs]
+            row = rows[span.attributes["query_index"]]
+            assert span.outputs == row["completion"]
             assessments = {a.name: a.value for a in trace.info.assessments}
             assert assessments == {"expected": row["expected"], "score": row["score"]}
             assert span.inputs["messages"][-1]["role"] == "user"

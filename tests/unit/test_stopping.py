@@ -79,7 +79,8 @@ def test_the_rule_is_in_the_cache_key_only_when_set():
 class WholeAnswerBackend:
     """Writes its whole answer whatever the rule (a backend that cannot stop early)."""
 
-    identity = {"provider": "test", "model": "whole"}
+    def __init__(self):
+        self.identity = {"provider": "test", "model": "whole"}
 
     def complete(self, prompt, params):
         return "4,name4\n5,7,nameX\n6,3,name6\n" + "junk\n" * 50

@@ -19,6 +19,10 @@ The endpoint is resolved once (``tabmem.llm.endpoint``: config, environment, pro
 handed to litellm and the SDK explicitly and kept in the identity, so the cache never serves one
 endpoint's answers as another's. Each answer's reported token usage is kept for the caller
 (``take_usage``, per thread, as workers answer concurrently).
+
+With ``stream=True`` a request with a stop rule (``tabmem.llm.stopping``) goes over the direct
+path as a stream, closed as soon as the answer's score is settled, so the server stops
+generating; through litellm the whole answer is generated and then cut by the client.
 """
 
 from __future__ import annotations
@@ -100,6 +104,7 @@ class LiteLLMBackend:
         extra_params: dict[str, Any] | None = None,
         transport: str = "auto",
         require_credentials: bool = True,
+        stream: bool = False,
     ) -> None:
         if transport not in TRANSPORTS:
             raise ConfigError(
@@ -137,6 +142,7 @@ class LiteLLMBackend:
         self._usage = threading.local()
         self.timeout = timeout
         self.extra_params = dict(extra_params or {})
+        self.stream = stream
         self._openai_client: Any = None
         self._litellm: Any = None
         self._direct: OpenAICompatibleClient | None = None
@@ -225,6 +231,11 @@ class LiteLLMBackend:
     def chat(self, messages: list[Message], params: GenerationParams) -> str:
         served = self._direct_name(self.model)
         if served is not None and self._direct is not None:
+            body = {"model": served, "messages": messages, **self._body(params)}
+            if self.stream and params.stop_rule is not None:
+                return self._answered(
+                    *self._direct.stream("chat/completions", body, params.stop_rule)
+                )
             text, usage = self._direct.chat(served, messages, self._body(params))
             return self._answered(text, usage)
         lt = self._lite()
@@ -234,6 +245,9 @@ class LiteLLMBackend:
     def complete(self, prompt: str, params: GenerationParams) -> str:
         served = self._direct_name(self.completion_model)
         if served is not None and self._direct is not None:
+            body = {"model": served, "prompt": prompt, **self._body(params)}
+            if self.stream and params.stop_rule is not None:
+                return self._answered(*self._direct.stream("completions", body, params.stop_rule))
             text, usage = self._direct.complete(served, prompt, self._body(params))
             return self._answered(text, usage)
         response = self._call(

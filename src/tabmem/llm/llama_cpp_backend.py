@@ -130,7 +130,6 @@ class LlamaCppBackend:
             self._llm.close()
 
 
-
 def _text(out: dict[str, Any]) -> str:
     """The text of a (chat) completion."""
     choice = out["choices"][0]

@@ -7,6 +7,10 @@ machine. One pooled ``httpx.Client`` per model keeps connections alive; it never
 caller does), and its errors are sorted as litellm's are: ``TransientProviderError`` (timeout,
 dropped connection, 408/409/429, 5xx, an unreadable reply), ``ProviderError`` (401/403/404: no
 query can succeed) and ``QueryError`` (this one request was refused).
+
+``stream`` asks for the answer as server-sent events and reads them only until a stop rule
+says the score is settled; leaving the stream then closes the connection, which tells the
+server to stop generating. Usage is what the server reported in the events read (often none).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 import httpx
 
 from tabmem.errors import ProviderError, TransientProviderError
+from tabmem.llm.stopping import StopRule
 
 RETRY_STATUS = (408, 409, 429)
 FATAL_STATUS = (401, 403, 404)
@@ -58,6 +63,30 @@ class OpenAICompatibleClient:
     def complete(self, model: str, prompt: str, body: dict[str, Any]) -> tuple[str, dict[str, int]]:
         reply = self._post("completions", {"model": model, "prompt": prompt, **body})
         return _text(_first_choice(reply).get("text")), reported_usage(reply.get("usage"))
+
+    def stream(self, path: str, body: dict[str, Any], rule: StopRule) -> tuple[str, dict[str, int]]:
+        """POST ``body`` to ``path`` ("chat/completions" or "completions") as a stream; read
+        until ``rule`` settles the text or the server ends, then close the stream."""
+        text, usage = "", None
+        try:
+            with self._http.stream("POST", path, json={**body, "stream": True}) as response:
+                if response.status_code != 200:
+                    response.read()
+                    self._raise_for(response)
+                for event in _events(response.iter_lines()):
+                    usage = event.get("usage") or usage
+                    choices = event.get("choices") or []
+                    if choices and isinstance(choices[0], dict):
+                        delta = choices[0].get("delta")
+                        piece = delta.get("content") if isinstance(delta, dict) else None
+                        text += _text(piece if piece is not None else choices[0].get("text"))
+                    if rule.end(text) is not None:
+                        break
+        except httpx.TimeoutException as exc:
+            raise TransientProviderError(f"timed out: {type(exc).__name__}") from exc
+        except httpx.TransportError as exc:
+            raise TransientProviderError(f"connection failed: {self._mask(str(exc))}") from exc
+        return text, reported_usage(usage)
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -107,6 +136,23 @@ def reported_usage(usage: Any) -> dict[str, int]:
     if not any(isinstance(v, int) for v in counts.values()):
         return {}
     return {name: int(v) if isinstance(v, int) else 0 for name, v in counts.items()}
+
+
+def _events(lines: Any) -> Any:
+    """The JSON objects of a server-sent event stream, up to ``data: [DONE]``."""
+    for line in lines:
+        if not line.startswith("data:"):
+            continue
+        data = line[len("data:") :].strip()
+        if data == "[DONE]":
+            return
+        try:
+            event = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise TransientProviderError(f"unreadable stream event ({len(data)} bytes)") from exc
+        if not isinstance(event, dict):
+            raise TransientProviderError("unreadable stream event (not a JSON object)")
+        yield event
 
 
 def _first_choice(reply: dict[str, Any]) -> dict[str, Any]:

@@ -41,6 +41,7 @@ class OracleBackend:
             name=name,
             api_base=self.server.base_url,
             timeout=timeout,
+            stream=True,
         )
         version = ORACLES[model_id].version
         self.identity = {"provider": "oracle", "model": model_id, "version": version}
@@ -108,6 +109,7 @@ def build_backend(
             timeout=timeout,
             extra_params=dict(cfg.get("extra_params") or {}),
             require_credentials=require_credentials,
+            stream=bool(cfg.get("stream", False)),
         )
     if kind == "oracle":
         return OracleBackend(oracle=cfg["oracle"], name=name, timeout=timeout)

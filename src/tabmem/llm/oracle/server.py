@@ -9,6 +9,9 @@ OpenAI's request and response shapes. ``model`` picks the oracle (``oracle-memor
 last user message.
 Without ``max_tokens`` a completion gets 16 tokens (OpenAI's default) and a chat reply 4096.
 Token counts in ``usage`` are characters / 4, rounded up, like the oracles' own tokens.
+``"stream": true`` sends the answer as server-sent events, one token (4 characters) each, then
+``data: [DONE]``; the usage comes in a last event when ``stream_options.include_usage`` asks for
+it. A client may close the stream at any point (the handler's broken pipe is expected and quiet).
 
 Manual use: ``python -m tabmem.llm.oracle.server --port 8000`` prints the base URL and serves
 every dataset whose file is present until Ctrl-C.
@@ -25,6 +28,7 @@ import threading
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -104,6 +108,37 @@ def _stop_param(body: dict[str, Any]) -> list[str]:
     )
 
 
+@dataclass(frozen=True)
+class EventStream:
+    """A reply to send as server-sent events."""
+
+    events: list[dict[str, Any]]
+
+
+def event_stream(kind: str, reply: dict[str, Any], include_usage: bool) -> EventStream:
+    """A whole reply cut into OpenAI's stream chunks: one per token, a last one with the
+    finish reason, and the usage alone when asked for."""
+    choice = reply["choices"][0]
+    text = choice["message"]["content"] if kind == "chat" else choice["text"]
+    head = {
+        "id": reply["id"],
+        "object": "chat.completion.chunk" if kind == "chat" else "text_completion",
+        "created": reply["created"],
+        "model": reply["model"],
+    }
+
+    def chunk(piece: str, finish: str | None) -> dict[str, Any]:
+        content = {"delta": {"content": piece}} if kind == "chat" else {"text": piece}
+        return {**head, "choices": [{"index": 0, **content, "finish_reason": finish}]}
+
+    pieces = [text[i : i + CHARS_PER_TOKEN] for i in range(0, len(text), CHARS_PER_TOKEN)]
+    events = [chunk(piece, None) for piece in pieces]
+    events.append(chunk("", choice["finish_reason"]))
+    if include_usage:
+        events.append({**head, "choices": [], "usage": reply["usage"]})
+    return EventStream(events)
+
+
 class _Handler(BaseHTTPRequestHandler):
     """Turns HTTP requests into ``OracleServer.handle_*`` calls and their results into JSON."""
 
@@ -127,13 +162,31 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length)
         self._send(*self.server.app.handle_post(self.path.split("?", 1)[0], raw))
 
-    def _send(self, status: HTTPStatus, payload: dict[str, Any]) -> None:
+    def _send(self, status: HTTPStatus, payload: dict[str, Any] | EventStream) -> None:
+        if isinstance(payload, EventStream):
+            self._send_events(payload)
+            return
         data = json.dumps(payload).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+    def _send_events(self, stream: EventStream) -> None:
+        """Each event flushed on its own; a client that closes early ends the stream with a
+        broken pipe, which ``AppHTTPServer.handle_error`` keeps quiet."""
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        for event in stream.events:
+            self.wfile.write(b"data: " + json.dumps(event).encode("utf-8") + b"\n\n")
+            self.wfile.flush()
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: runs and tests should not print an access log."""
@@ -171,17 +224,23 @@ class OracleServer(LocalServer):
         ]
         return HTTPStatus.OK, {"object": "list", "data": models}
 
-    def handle_post(self, path: str, raw: bytes) -> tuple[HTTPStatus, dict[str, Any]]:
-        """The response (status, JSON body) to a POST request with body ``raw``."""
+    def handle_post(self, path: str, raw: bytes) -> tuple[HTTPStatus, dict[str, Any] | EventStream]:
+        """The response (status, JSON body or event stream) to a POST request with body ``raw``."""
         kinds = {"/v1/chat/completions": "chat", "/v1/completions": "completion"}
         if path not in kinds:
             return _not_found(path)
         with self._lock:
             self._count += 1
         try:
-            return HTTPStatus.OK, self._generate(kinds[path], _parse_json(raw))
+            body = _parse_json(raw)
+            reply = self._generate(kinds[path], body)
         except ApiError as error:
             return error.status, error.payload()
+        if body.get("stream"):
+            options = body.get("stream_options")
+            usage = isinstance(options, dict) and bool(options.get("include_usage"))
+            return HTTPStatus.OK, event_stream(kinds[path], reply, usage)
+        return HTTPStatus.OK, reply
 
     def _generate(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
         model = body.get("model")
@@ -193,8 +252,6 @@ class OracleServer(LocalServer):
                 code="model_not_found",
                 param="model",
             )
-        if body.get("stream"):
-            raise ApiError(HTTPStatus.BAD_REQUEST, "Streaming is not supported.", param="stream")
         if _int_param(body, "n", 1, 1) != 1:
             raise ApiError(HTTPStatus.BAD_REQUEST, "Only n=1 is supported.", param="n")
         if body.get("max_tokens") is None and "max_completion_tokens" in body:
