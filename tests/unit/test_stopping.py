@@ -26,7 +26,8 @@ def completions(seed: int, n: int) -> list[str]:
     out = []
     for _ in range(n):
         right = EXPECTED[: rng.randrange(len(EXPECTED) + 1)]
-        junk = "".join(rng.choice(["9,9,x", "", "oops", "5,7", "\n"]) + "\n" for _ in range(3))
+        pieces = ["9,9,x", "", "oops", "5,7", "\n", "1.1," * rng.randrange(20)]
+        junk = "".join(rng.choice(pieces) + "\n" for _ in range(3))
         text = right + rng.choice(["", "Q", "\n", "7"]) + junk
         if rng.random() < 0.3:
             text = rng.choice(["```csv\n", "```\n", "Here it is:\n", "a,b,c\n"]) + text
@@ -58,6 +59,8 @@ def test_verbatim_stops_at_the_end_of_the_line_that_differs():
     assert rule.end("```") is None and rule.end("``") is None
     assert rule.cut("```csv\n4,nameQ\nmore\n") == "```csv\n4,nameQ\n"
     assert rule.end("4,name4\n5,7") is None  # still right: more could count
+    endless = "4,name4\n5,7," + "1.1," * 50
+    assert rule.cut(endless) == "4,name4\n5,7,1.1,1."  # one past the longest line (9)
 
 
 def test_first_row_passes_over_lead_ins_and_stops_after_the_row():

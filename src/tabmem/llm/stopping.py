@@ -4,9 +4,10 @@ Two rules, one per way the tests score a generation:
 
 - ``verbatim`` (the header test): the answer is scored by how much of the expected text it
   reproduces from its start (after a leading Markdown fence line). Once it differs, nothing
-  later counts, so generation ends at the end of the line on which it first differs; the
-  record still shows what the model wrote instead. It also ends once all the expected text
-  was written.
+  later counts, so generation ends at the end of the line on which it first differs, or once
+  that line has grown longer than any line of the expected text (small models repeat
+  ``1.1,1.1,…`` without end); the record still shows what the model wrote instead. It also
+  ends once all the expected text was written.
 - ``first_row`` (row completion, first token): only the first CSV row the answer writes is
   scored (``tabmem.stats.answers.first_csv_row``), so generation ends with that row's line.
 
@@ -88,7 +89,13 @@ def _verbatim_end(expected: str, text: str) -> int | None:
     if matched == len(answer):
         return None
     end = _line_end(answer, matched)
-    return None if end is None else offset + end
+    if end is not None:
+        return offset + end
+    line_start = answer.rfind("\n", 0, matched) + 1
+    longest = max(len(line) for line in expected.split("\n"))
+    if len(answer) - line_start > longest:
+        return offset + line_start + longest + 1
+    return None
 
 
 def _first_row_end(text: str, header: str, delimiter: str) -> int | None:
