@@ -17,10 +17,10 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from omegaconf import OmegaConf  # noqa: E402
 
+from tabmem.battery.base import TestContext, get_test  # noqa: E402
 from tabmem.data import Dataset  # noqa: E402
 from tabmem.llm.base import GenerationParams, Message, Request, Response  # noqa: E402
 from tabmem.llm.client import LanguageModel  # noqa: E402
-from tabmem.tests.base import TestContext, get_test  # noqa: E402
 
 
 def test_config(name: str, **overrides: Any) -> dict[str, Any]:

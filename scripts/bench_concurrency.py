@@ -27,12 +27,12 @@ from bench_common import (
     start_latency_server,
 )
 
+from tabmem.battery.base import TestContext, get_test, registry
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.llm.base import Request
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.registry import build_model
-from tabmem.tests.base import TestContext, get_test, registry
 
 ACCEPTANCE_LEVEL = 16
 ACCEPTANCE_RATIO = 1.25

@@ -23,12 +23,12 @@ from typing import Any
 
 from bench_common import ROOT, RecordingModel, print_table, recorded_requests
 
+from tabmem.battery.base import registry
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.llama_cpp_backend import LlamaCppBackend
 from tabmem.llm.weights import package_file
-from tabmem.tests.base import registry
 
 CONTEXT = 8192
 

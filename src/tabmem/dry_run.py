@@ -15,16 +15,16 @@ from typing import Any
 
 from rich.console import Console
 
+from tabmem.battery.base import TestContext, get_test
 from tabmem.cell import Cell
 from tabmem.data import load_dataset
 from tabmem.data.transforms import apply_transform
 from tabmem.errors import TabmemError
+from tabmem.grid import outputs_dir, skip_reason, test_plan
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.plan import RequestPlan
 from tabmem.llm.registry import build_model
-from tabmem.runner import outputs_dir, skip_reason, test_plan
-from tabmem.tests.base import TestContext, get_test
 
 
 def plan_cell(cfg: Any, job_dir: Path, console: Console) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 import traceback
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,73 +17,22 @@ import pandas as pd
 import yaml
 from rich.console import Console
 
+from tabmem.battery.base import TestContext, get_test
 from tabmem.cell import Cell, cell_params, config_hash
 from tabmem.data import load_dataset
-from tabmem.data.registry import resolve_path, spec_from_config
 from tabmem.data.transforms import apply_transform
 from tabmem.data.twin import twin_info
-from tabmem.errors import DatasetError, ProviderError, TabmemError
+from tabmem.errors import ProviderError, TabmemError
+from tabmem.grid import SPEND_LEDGER, CellOutcome, outputs_dir, skip_reason, test_plan
 from tabmem.llm.budget import Budget, BudgetReached
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.registry import build_model
 from tabmem.report.terminal import show_result
 from tabmem.results import TestResult
-from tabmem.tests.base import TestContext, get_test
 from tabmem.tracking.naming import run_description, run_title
 from tabmem.tracking.store import TrackingStore, default_tracking_uri
 from tabmem.tracking.traces import QueryLog
-
-CELL_GLOB = "cell-*.json"
-PLAN_GLOB = "plan-*.json"
-SPEND_LEDGER = "spend.json"
-
-
-@dataclass
-class CellOutcome:
-    """What happened to a cell, as the end-of-run summary shows it."""
-
-    model: str
-    dataset: str
-    test: str
-    transform: str
-    status: str
-    verdict: str = ""
-    figure: str = ""
-    run_id: str = ""
-    message: str = ""
-    model_calls: int = 0
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_prompt_tokens: int = 0
-    evaluated_tokens: int = 0
-    cost_usd: float = 0.0
-    unpriced_answers: int = 0
-
-    def add_calls(self, calls: dict[str, float]) -> None:
-        """Take the calls, tokens and dollars of the cell's queries."""
-        for name in (
-            "model_calls",
-            "cache_hits",
-            "prompt_tokens",
-            "completion_tokens",
-            "cached_prompt_tokens",
-            "evaluated_tokens",
-            "unpriced_answers",
-        ):
-            setattr(self, name, int(calls.get(name, 0)))
-        self.cost_usd = float(calls.get("cost_usd", 0.0))
-
-    def write(self, folder: Path) -> None:
-        """One file per test of the cell, read back by the end-of-run summary."""
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"cell-{self.test}.json").write_text(json.dumps(asdict(self), indent=2))
-
-
-def outputs_dir(cfg: Any) -> Path:
-    """The resolved ``outputs_dir``: runs, MLflow store, cache and weights live there."""
-    return Path(str(cfg.outputs_dir)).expanduser().resolve()
 
 
 def open_store(cfg: Any) -> TrackingStore:
@@ -150,39 +99,6 @@ def close_figures(result: TestResult) -> None:
 
         for figure in result.figures.values():
             plt.close(figure)
-
-
-def test_plan(test_cfg: Any) -> list[tuple[str, Any]]:
-    """The tests a cell runs: one, or each member of a suite such as ``test=memorization``."""
-    suite = test_cfg.get("suite")
-    if not suite:
-        return [(str(test_cfg.name), test_cfg)]
-    return [(str(name), test_cfg[name]) for name in suite]
-
-
-def skip_reason(cfg: Any, test: str) -> str:
-    """Why a grid that sets ``skip_unrunnable: true`` skips a test of this cell ('' to run it).
-
-    Only grids skip (``conf/grid/paper.yaml``): a single run or a plain sweep still fails with
-    the error, so a missing file someone asked for by name is never passed over in silence.
-    """
-    from tabmem.llm.baselines import LEARNING_TESTS
-
-    if not cfg.get("skip_unrunnable"):
-        return ""
-    only = cfg.get("only_datasets")
-    if only and str(cfg.dataset.name) not in only:
-        return f"this part of the grid runs on {', '.join(map(str, only))} only"
-    models = cfg.get("only_models")
-    if models and str(cfg.model.name) not in models:
-        return f"this part of the grid runs the models {', '.join(map(str, models))} only"
-    if cfg.model.get("backend") == "baseline" and test not in LEARNING_TESTS:
-        return f"model '{cfg.model.name}' is a statistical baseline: it runs learning tests only"
-    try:
-        resolve_path(spec_from_config(cfg.dataset))
-    except DatasetError as exc:
-        return f"dataset file not present: {exc}"
-    return ""
 
 
 def run_cell(

@@ -14,7 +14,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from tabmem.report.probes_table import probes_tables
-from tabmem.report.runs import load_runs
+from tabmem.tracking.runs import load_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENT = "probes-grid"

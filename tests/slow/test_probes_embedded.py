@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tabmem.report.probes_table import probes_tables
-from tabmem.report.runs import load_runs
+from tabmem.tracking.runs import load_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]

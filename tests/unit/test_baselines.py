@@ -6,6 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tabmem.battery.base import TestContext
+from tabmem.battery.fewshot_predict import run_fewshot_predict
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
@@ -14,8 +16,6 @@ from tabmem.llm.client import LanguageModel
 from tabmem.llm.registry import build_backend, build_model
 from tabmem.results import Verdict
 from tabmem.stats.classifiers import cv_folds, features, fit_predict
-from tabmem.tests.base import TestContext
-from tabmem.tests.fewshot_predict import run_fewshot_predict
 
 KINDS = {"x": "numeric", "g": "categorical", "id": "identifier"}
 

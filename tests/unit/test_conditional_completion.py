@@ -7,11 +7,11 @@ from pathlib import Path
 
 from test_knowledge_tests import InProcessOracle
 
+from tabmem.battery.base import TestContext, get_test
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.oracle import LearnerOracle, MemorizerOracle
 from tabmem.results import Verdict
-from tabmem.tests.base import TestContext, get_test
 
 
 def towns_text(n_rows: int = 300) -> str:

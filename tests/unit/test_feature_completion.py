@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from tabmem.battery.base import TestContext
+from tabmem.battery.feature_completion import question, run_feature_completion_test
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.errors import ConfigError
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.oracle import LearnerOracle, MemorizerOracle, last_user_text
 from tabmem.results import Verdict
-from tabmem.tests.base import TestContext
-from tabmem.tests.feature_completion import question, run_feature_completion_test
 
 RNG = random.Random(3)
 CODES = RNG.sample(range(10_000, 99_999), 60)

@@ -9,6 +9,14 @@ import numpy as np
 import pytest
 import yaml
 
+from tabmem.battery.base import TestContext
+from tabmem.battery.fewshot_predict import (
+    decide,
+    example_plan,
+    majority_hits,
+    run_fewshot_predict,
+    system_prompt,
+)
 from tabmem.data import Dataset, DatasetSpec, dataset_specs, load_dataset
 from tabmem.data.prediction import PredictionData
 from tabmem.data.splits import Block, allocate, holdout_blocks, stratified_sample
@@ -21,14 +29,6 @@ from tabmem.prompts.ifthen import IfThenFormat, ifthen_request
 from tabmem.results import Verdict
 from tabmem.stats.accuracy import Accuracy, p_above, wilson_interval
 from tabmem.stats.labels import parse_label
-from tabmem.tests.base import TestContext
-from tabmem.tests.fewshot_predict import (
-    decide,
-    example_plan,
-    majority_hits,
-    run_fewshot_predict,
-    system_prompt,
-)
 
 # 60 rows: x = 1..60, a category g, label "yes" exactly when x > 40 (a third of the rows).
 TEXT = "x,g,label\n" + "".join(

@@ -7,18 +7,18 @@ from pathlib import Path
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
+from tabmem.battery.base import TestContext
+from tabmem.battery.statistical_learning import (
+    reference_labels,
+    run_statistical_learning,
+    settings,
+)
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.data.linear_problems import linear_problem
 from tabmem.llm.baselines import BaselineBackend
 from tabmem.llm.client import LanguageModel
 from tabmem.results import Verdict
 from tabmem.stats.classifiers import l2_logistic, random_search_logistic
-from tabmem.tests.base import TestContext
-from tabmem.tests.statistical_learning import (
-    reference_labels,
-    run_statistical_learning,
-    settings,
-)
 
 PARAMS = {
     "dimensions": [1, 4],

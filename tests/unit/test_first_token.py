@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
+from tabmem.battery.base import TestContext
+from tabmem.battery.first_token import run_first_token_test
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.errors import ConfigError
 from tabmem.llm.client import LanguageModel
 from tabmem.results import Verdict
-from tabmem.tests.base import TestContext
-from tabmem.tests.first_token import run_first_token_test
 
 RNG = random.Random(11)
 ROWS = [f"{RNG.choice('123456789')}{RNG.randint(0, 99)},{RNG.choice('xyz')}" for _ in range(300)]

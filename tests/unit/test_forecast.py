@@ -11,14 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tabmem.data import Dataset, DatasetSpec
-from tabmem.data.series import series_view
-from tabmem.errors import ConfigError
-from tabmem.llm.client import LanguageModel
-from tabmem.results import Verdict
-from tabmem.stats.forecast import ShiftTest
-from tabmem.tests.base import TestContext
-from tabmem.tests.forecast import (
+from tabmem.battery.base import TestContext
+from tabmem.battery.forecast import (
     FIGURE,
     PERIODS_TABLE,
     Comparison,
@@ -27,6 +21,12 @@ from tabmem.tests.forecast import (
     run_forecast_test,
     select_steps,
 )
+from tabmem.data import Dataset, DatasetSpec
+from tabmem.data.series import series_view
+from tabmem.errors import ConfigError
+from tabmem.llm.client import LanguageModel
+from tabmem.results import Verdict
+from tabmem.stats.forecast import ShiftTest
 
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 NAIVE_ERROR = 1 - 1 / 1.005

@@ -3,12 +3,12 @@
 import pandas as pd
 import pytest
 
+from tabmem.battery.forecast import PERIODS_TABLE
 from tabmem.report.forecast_table import (
     forecast_table,
     percent_range,
     to_markdown,
 )
-from tabmem.tests.forecast import PERIODS_TABLE
 from tabmem.tracking.store import TrackingStore, default_tracking_uri
 
 

@@ -15,6 +15,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tabmem.battery.base import TestContext
+from tabmem.battery.header import run_header_test
 from tabmem.data import DatasetSpec, load_dataset
 from tabmem.errors import TabmemError
 from tabmem.llm.client import LanguageModel
@@ -25,8 +27,6 @@ from tabmem.stats.scoring import (
     strip_code_fence,
     verbatim_match,
 )
-from tabmem.tests.base import TestContext
-from tabmem.tests.header import run_header_test
 
 FUZZ = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None

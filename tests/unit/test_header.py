@@ -5,14 +5,14 @@ from pathlib import Path
 
 import pytest
 
+from tabmem.battery.base import TestContext
+from tabmem.battery.header import run_header_test, split_at_row
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.llm.client import LanguageModel
 from tabmem.prompts.fewshot import fit_to_context
 from tabmem.results import Verdict
-from tabmem.tests.base import TestContext
-from tabmem.tests.header import run_header_test, split_at_row
 
 TEXT = "a,b,c\n" + "".join(f"{i},{i * 7 % 13},name{i}\n" for i in range(1, 21))
 

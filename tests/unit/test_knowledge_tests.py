@@ -10,6 +10,7 @@ import pytest
 import yaml
 from matplotlib.figure import Figure
 
+from tabmem.battery.base import TestContext, get_test
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.oracle import (
@@ -20,7 +21,6 @@ from tabmem.llm.oracle import (
     last_user_text,
 )
 from tabmem.results import TestResult, Verdict
-from tabmem.tests.base import TestContext, get_test
 
 
 def orchard_text(n_rows: int = 120) -> str:

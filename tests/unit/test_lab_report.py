@@ -120,7 +120,7 @@ def test_only_one_version_of_a_setting_counts():
 def test_paper_report_has_one_table_and_figure_per_setting():
     import matplotlib.pyplot as plt
 
-    from tabmem.lab.paper import lab_reports
+    from tabmem.report.lab_tables import lab_reports
 
     frame = runs(
         [

@@ -8,6 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tabmem.battery.base import TestContext
+from tabmem.battery.min_k_prob import row_pairs, run_min_k_prob
+from tabmem.battery.row_order import run_row_order, shuffled_orders
 from tabmem.data import Dataset, DatasetSpec, dataset_specs, load_dataset
 from tabmem.data.csvtext import raw_fields
 from tabmem.llm.cache import ResponseCache
@@ -15,9 +18,6 @@ from tabmem.llm.client import LanguageModel
 from tabmem.llm.logprobs import ScoreRequest
 from tabmem.results import Verdict
 from tabmem.stats.contrast import ContrastTable
-from tabmem.tests.base import TestContext
-from tabmem.tests.min_k_prob import row_pairs, run_min_k_prob
-from tabmem.tests.row_order import run_row_order, shuffled_orders
 
 # Values scattered by a multiplicative hash: no column is sorted, so rows are exchangeable.
 TEXT = "x,y,label\n" + "".join(

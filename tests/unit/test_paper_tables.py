@@ -436,7 +436,7 @@ def test_the_paper_grid_sweeps_every_part_over_the_paper_datasets():
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # hydra: launcher schema deprecation
 def test_grid_skip_rule_names_the_reason():
-    from tabmem.runner import skip_reason
+    from tabmem.grid import skip_reason
 
     cfg = grid_config("+paper=statistical-learning", "dataset=iris", "model=oracle-null")
     assert skip_reason(cfg, "statistical_learning") == ""  # only grids skip
@@ -450,7 +450,7 @@ def test_grid_skip_rule_names_the_reason():
 
 
 def test_the_sqlite_fast_path_reads_what_the_mlflow_client_reads(built):
-    from tabmem.report.runs import client_frame, sqlite_frame
+    from tabmem.tracking.runs import client_frame, sqlite_frame
 
     store, _, _, _ = built
     slow = client_frame(store.uri, [EXPERIMENT]).sort_values("run_id").reset_index(drop=True)

@@ -8,11 +8,11 @@ from pathlib import Path
 import yaml
 from test_probes_tests import Backend
 
+from tabmem.battery.base import TestContext, get_test
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.oracle import LearnerOracle, MemorizerOracle
 from tabmem.results import Verdict
-from tabmem.tests.base import TestContext, get_test
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tabmem.battery.base import TestContext, get_test
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.data.transforms import apply_transform
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.oracle import MarginalOracle, MemorizerOracle, NullOracle, last_user_text
 from tabmem.results import TestResult, Verdict
-from tabmem.tests.base import TestContext, get_test
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBES = ("completion_choice", "existence")

@@ -1,7 +1,7 @@
 import pandas as pd
 
-from tabmem.report.runs import latest_finished
 from tabmem.report.writers import ReportTable, latex, markdown, write_table
+from tabmem.tracking.runs import latest_finished
 
 TABLE = ReportTable(
     name="t",

@@ -5,19 +5,19 @@ from pathlib import Path
 
 import pytest
 
-from tabmem.data import Dataset, DatasetSpec
-from tabmem.errors import ConfigError
-from tabmem.llm.client import LanguageModel
-from tabmem.results import Verdict
-from tabmem.tests import row_completion
-from tabmem.tests.base import TestContext
-from tabmem.tests.row_completion import (
+from tabmem.battery import row_completion
+from tabmem.battery.base import TestContext
+from tabmem.battery.row_completion import (
     holm,
     other_rows,
     run_row_completion_test,
     target_positions,
     window,
 )
+from tabmem.data import Dataset, DatasetSpec
+from tabmem.errors import ConfigError
+from tabmem.llm.client import LanguageModel
+from tabmem.results import Verdict
 
 RNG = random.Random(5)
 ROWS = [

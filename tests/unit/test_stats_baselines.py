@@ -5,11 +5,11 @@ import random
 
 import pytest
 
+from tabmem.battery.row_completion import target_positions
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.stats.baselines import exact_row_baseline, marginal_match
 from tabmem.stats.predictors import first_token_baseline
 from tabmem.stats.tokens import rule_first_token
-from tabmem.tests.row_completion import target_positions
 
 
 def test_marginal_match_draw_and_mode():

@@ -25,7 +25,7 @@ from tabmem.lab.models import base_model_config, base_weights, write_model_confi
 from tabmem.lab.plan import LabPlan, load_lab_config, make_plan
 from tabmem.lab.report import lab_cells, markdown_table, rate_table, write_report
 from tabmem.lab.train import fine_tune
-from tabmem.report.runs import load_runs
+from tabmem.tracking.runs import load_runs
 from tabmem.tracking.store import TrackingStore, default_tracking_uri
 
 STAMP = "lab-fingerprint.txt"

@@ -245,7 +245,7 @@ def calibration_runs(runs: pd.DataFrame) -> pd.DataFrame:
 
 def write_calibration(tracking_uri: str, out: Path) -> list[Path]:
     """Read the calibration grid's and the lab's runs; write the tables and every cell."""
-    from tabmem.report.runs import load_runs
+    from tabmem.tracking.runs import load_runs
 
     if tracking_uri.startswith("sqlite:///") and not Path(tracking_uri[10:]).is_file():
         raise TabmemError(

@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from tabmem.tests.forecast import PERIODS_TABLE
+from tabmem.battery.forecast import PERIODS_TABLE
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 

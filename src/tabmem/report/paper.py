@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 
-from tabmem.lab.paper import lab_reports
 from tabmem.report.calibration import calibration_runs, calibration_tables
+from tabmem.report.lab_tables import lab_reports
 from tabmem.report.learning_figures import accuracy_difference_figure, statistical_learning_figure
 from tabmem.report.learning_tables import baseline_tables, fewshot_table
 from tabmem.report.memorization_tables import completion_table, first_token_table

@@ -20,7 +20,7 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pandas as pd
 
-from tabmem.report.runs import latest_finished, load_runs
+from tabmem.tracking.runs import latest_finished, load_runs
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 

@@ -19,7 +19,7 @@ MARKS = {"evidence": " ✓", "ambiguous": " ?", "no_evidence": "", "not_applicab
 
 
 def probe_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    """The finished probe runs of ``runs`` (a frame from ``tabmem.report.runs.load_runs``)."""
+    """The finished probe runs of ``runs`` (a frame from ``tabmem.tracking.runs.load_runs``)."""
     if runs.empty:
         return runs
     keep = runs["test"].isin(list(TESTS)) & runs["transform"].isin(list(TRANSFORMS))

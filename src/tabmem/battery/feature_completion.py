@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tabmem.battery.base import TestContext, register
 from tabmem.data import Dataset
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request, Response
@@ -36,7 +37,6 @@ from tabmem.stats.uniqueness import (
     unique_fraction,
 )
 from tabmem.stats.verdicts import decide, no_power_reason
-from tabmem.tests.base import TestContext, register
 
 TEST = "feature_completion"
 

@@ -14,13 +14,13 @@ import math
 import random
 import re
 
+from tabmem.battery.base import TestContext, register
 from tabmem.data import Dataset
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.prompts.fewshot import chat_messages, fit_to_context
 from tabmem.prompts.observations import dataset_title, example_pool
 from tabmem.results import QueryRecord, TestResult, Verdict
 from tabmem.stats.scoring import strip_code_fence
-from tabmem.tests.base import TestContext, register
 
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 

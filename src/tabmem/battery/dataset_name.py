@@ -16,12 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tabmem.battery.base import TestContext, register
 from tabmem.data import Dataset, DatasetSpec, dataset_specs
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.prompts.fewshot import chat_messages, fit_to_context
 from tabmem.prompts.observations import dataset_title, example_pool
 from tabmem.results import QueryRecord, TestResult, Verdict
-from tabmem.tests.base import TestContext, register
 
 
 def normalize_name(text: str) -> str:

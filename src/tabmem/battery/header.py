@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from tabmem.battery.base import TestContext, register
 from tabmem.data import Dataset
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
@@ -28,7 +29,6 @@ from tabmem.llm.stopping import StopRule
 from tabmem.prompts.fewshot import chat_messages, few_shot_datasets, fit_to_context
 from tabmem.results import QueryRecord, TestResult, Verdict
 from tabmem.stats.scoring import strip_code_fence, verbatim_match
-from tabmem.tests.base import TestContext, register
 
 
 @dataclass(frozen=True)

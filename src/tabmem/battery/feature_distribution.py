@@ -16,11 +16,11 @@ import random
 
 import pandas as pd
 
+from tabmem.battery.base import TestContext, register
+from tabmem.battery.sample import draw_observations, metric_name, sampler_settings
 from tabmem.results import TestResult, Verdict
 from tabmem.stats.modes import FeatureModes, compare_modes, poisson_binomial_tail
 from tabmem.stats.samples import data_values
-from tabmem.tests.base import TestContext, register
-from tabmem.tests.sample import draw_observations, metric_name, sampler_settings
 
 
 def mode_table(comparisons: list[FeatureModes]) -> pd.DataFrame:

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tabmem.battery.base import TestContext, register
 from tabmem.data import Dataset
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request, Response
@@ -29,7 +30,6 @@ from tabmem.stats.pvalues import binomial_greater, clopper_pearson, wilcoxon_gre
 from tabmem.stats.scoring import levenshtein_similarity
 from tabmem.stats.uniqueness import duplicate_row_fraction, text_columns
 from tabmem.stats.verdicts import decide, no_power_reason, strongest
-from tabmem.tests.base import TestContext, register
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tabmem.battery.base import TestContext, register
 from tabmem.data import Dataset
 from tabmem.llm.logprobs import ScoreRequest, ScoreResponse, has_logprobs, no_logprobs_reason
 from tabmem.results import QueryRecord, TestResult, Verdict
@@ -24,7 +25,6 @@ from tabmem.stats.contrast import ContrastTable
 from tabmem.stats.min_k import min_k_score
 from tabmem.stats.permutation import paired_sign_test
 from tabmem.stats.verdicts import decide
-from tabmem.tests.base import TestContext, register
 
 
 @dataclass(frozen=True)

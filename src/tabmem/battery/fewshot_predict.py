@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tabmem.battery.base import TestContext, register
 from tabmem.data import Dataset
 from tabmem.data.prediction import PredictionData, prediction_data
 from tabmem.data.splits import Block, holdout_blocks, stratified_sample
@@ -33,7 +34,6 @@ from tabmem.prompts.ifthen import IfThenFormat, ifthen_request
 from tabmem.results import QueryRecord, TestResult, Verdict
 from tabmem.stats.accuracy import Accuracy, p_above
 from tabmem.stats.labels import parse_label
-from tabmem.tests.base import TestContext, register
 
 NAME = "fewshot_predict"
 

@@ -42,7 +42,7 @@ def register(name: str) -> Callable[[TestFunction], TestFunction]:
 
 def registry() -> dict[str, TestFunction]:
     """Every runnable test, by name; importing each module of the package registers it."""
-    import tabmem.tests as package
+    import tabmem.battery as package
 
     for module in pkgutil.iter_modules(package.__path__):
         importlib.import_module(f"{package.__name__}.{module.name}")

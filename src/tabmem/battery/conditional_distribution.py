@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from tabmem.battery.base import TestContext, register
+from tabmem.battery.sample import SampleDraw, draw_observations, sampler_settings
 from tabmem.results import TestResult, Verdict
 from tabmem.stats.correlation import CorrelationComparison, compare_correlations, numeric_columns
-from tabmem.tests.base import TestContext, register
-from tabmem.tests.sample import SampleDraw, draw_observations, sampler_settings
 
 
 def heat_map(data: pd.DataFrame, samples: pd.DataFrame, n_samples: int, title: str) -> Figure:

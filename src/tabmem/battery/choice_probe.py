@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tabmem.battery.base import TestContext
 from tabmem.data import Dataset
 from tabmem.data.transforms import KEEP_IDENTITY, transform_name
 from tabmem.llm.base import GenerationParams, Request
@@ -35,7 +36,6 @@ from tabmem.stats.probes import (
     question_baseline,
 )
 from tabmem.stats.pvalues import binomial_greater
-from tabmem.tests.base import TestContext
 
 FAILED = "failed"
 """The ``parse_rule`` of a query whose provider gave up: a miss, not counted as unparseable."""

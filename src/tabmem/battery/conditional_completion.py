@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from tabmem.battery.base import TestContext, register
+from tabmem.battery.sample import metric_name
 from tabmem.data import Dataset
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.prompts.fewshot import chat_messages, fit_to_context
@@ -39,8 +41,6 @@ from tabmem.stats.paired import against_baseline, query_baselines
 from tabmem.stats.prefixes import PrefixIndex, wilson
 from tabmem.stats.samples import data_values
 from tabmem.stats.verdicts import decide
-from tabmem.tests.base import TestContext, register
-from tabmem.tests.sample import metric_name
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import pandas as pd
 from scipy import stats
 
+from tabmem.battery.base import TestContext, register
+from tabmem.battery.sample import SampleDraw, draw_observations, metric_name, sampler_settings
 from tabmem.prompts.observations import feature_names
 from tabmem.results import TestResult, Verdict
 from tabmem.stats.formats import FeatureFormat, feature_format
 from tabmem.stats.samples import data_values
-from tabmem.tests.base import TestContext, register
-from tabmem.tests.sample import SampleDraw, draw_observations, metric_name, sampler_settings
 
 
 def feature_formats(ctx: TestContext, max_categories: int) -> list[FeatureFormat]:

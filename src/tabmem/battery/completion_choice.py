@@ -13,19 +13,19 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from tabmem.prompts.choices import Option, option_block
-from tabmem.prompts.probe_records import ValueTable, candidates, hidden_attributes
-from tabmem.results import TestResult
-from tabmem.stats.neighbours import NeighbourModel
-from tabmem.stats.probes import attribute_pool, log_frequency
-from tabmem.tests.base import TestContext, register
-from tabmem.tests.choice_probe import (
+from tabmem.battery.base import TestContext, register
+from tabmem.battery.choice_probe import (
     ChoiceQuestion,
     ask_and_score,
     not_applicable,
     shuffle_options,
     source_phrase,
 )
+from tabmem.prompts.choices import Option, option_block
+from tabmem.prompts.probe_records import ValueTable, candidates, hidden_attributes
+from tabmem.results import TestResult
+from tabmem.stats.neighbours import NeighbourModel
+from tabmem.stats.probes import attribute_pool, log_frequency
 
 TEST = "completion_choice"
 

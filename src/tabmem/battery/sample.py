@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from tabmem.battery.base import TestContext, register
 from tabmem.data import Dataset
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.prompts.fewshot import chat_messages, fit_to_context
@@ -49,7 +50,6 @@ from tabmem.stats.samples import (
     real_row_best_matches,
 )
 from tabmem.stats.scoring import strip_code_fence
-from tabmem.tests.base import TestContext, register
 
 _METRIC_UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /]")
 

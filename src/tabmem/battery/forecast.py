@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tabmem.battery.base import TestContext, register
 from tabmem.data.series import Series, series_view
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
@@ -31,7 +32,6 @@ from tabmem.stats.forecast import (
     shift_test,
 )
 from tabmem.stats.scoring import strip_code_fence
-from tabmem.tests.base import TestContext, register
 
 PERIOD_FREQ = {"year": "Y", "quarter": "Q", "month": "M"}
 PERIODS_TABLE = "forecast_periods.json"

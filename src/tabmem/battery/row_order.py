@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 
+from tabmem.battery.base import TestContext, register
 from tabmem.data import Dataset
 from tabmem.data.csvtext import parse_fields
 from tabmem.llm.logprobs import ScoreRequest, has_logprobs, no_logprobs_reason
@@ -27,7 +28,6 @@ from tabmem.stats.independence import row_order_check
 from tabmem.stats.order_structure import block_order, row_features
 from tabmem.stats.permutation import rank_against_null
 from tabmem.stats.verdicts import decide
-from tabmem.tests.base import TestContext, register
 
 
 def shuffled_orders(n: int, count: int, rng: random.Random) -> list[list[int]]:

@@ -21,6 +21,7 @@ import pandas as pd
 from sklearn.neighbors import KNeighborsClassifier
 from threadpoolctl import threadpool_limits
 
+from tabmem.battery.base import TestContext, register
 from tabmem.data.linear_problems import LinearProblem, linear_problem
 from tabmem.llm.base import GenerationParams
 from tabmem.llm.baselines import BaselineBackend, baseline_of
@@ -30,7 +31,6 @@ from tabmem.results import QueryRecord, TestResult, Verdict
 from tabmem.stats.accuracy import Accuracy, p_above
 from tabmem.stats.classifiers import random_search_logistic
 from tabmem.stats.labels import parse_label
-from tabmem.tests.base import TestContext, register
 
 NAME = "statistical_learning"
 LABELS = ("0", "1")

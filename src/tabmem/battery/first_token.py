@@ -14,6 +14,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 
+from tabmem.battery.base import TestContext, register
+from tabmem.battery.row_completion import (
+    WindowQueries,
+    ask,
+    not_applicable,
+    row_order,
+    too_short_reason,
+    window_positions,
+    window_queries,
+)
 from tabmem.errors import ConfigError
 from tabmem.llm.base import Response
 from tabmem.results import QueryRecord, TestResult
@@ -25,16 +35,6 @@ from tabmem.stats.pvalues import binomial_greater, clopper_pearson, mcnemar_grea
 from tabmem.stats.tokens import first_token
 from tabmem.stats.uniqueness import is_row_id, text_columns
 from tabmem.stats.verdicts import decide
-from tabmem.tests.base import TestContext, register
-from tabmem.tests.row_completion import (
-    WindowQueries,
-    ask,
-    not_applicable,
-    row_order,
-    too_short_reason,
-    window_positions,
-    window_queries,
-)
 
 TEST = "first_token"
 

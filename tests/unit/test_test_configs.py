@@ -1,0 +1,30 @@
+"""Every ``conf/test/*.yaml`` runs: a single test's file names a registered test (the same
+name as the file), and a suite lists registered tests, each composed under its own name."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tabmem.battery.base import registry
+
+CONF = Path(__file__).resolve().parents[2] / "conf" / "test"
+FILES = sorted(CONF.glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_the_config_names_registered_tests(path):
+    config = yaml.safe_load(path.read_text())
+    assert config["name"] == path.stem
+    tests = registry()
+    if "suite" not in config:
+        assert config["name"] in tests
+        return
+    members = [entry for entry in config.get("defaults", []) if isinstance(entry, str)]
+    composed = {entry.split("@")[1] for entry in members if "@" in entry}
+    assert set(config["suite"]) <= set(tests)
+    assert set(config["suite"]) <= composed
+
+
+def test_every_registered_test_has_a_config():
+    assert set(registry()) <= {p.stem for p in FILES}
