@@ -7,6 +7,7 @@ import pytest
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.llm.cache import cache_key
 from tabmem.llm.client import LanguageModel
+from tabmem.llm.python_backend import PythonBackend
 from tabmem.llm.stopping import StopRule
 from tabmem.stats.answers import first_csv_row
 from tabmem.stats.scoring import strip_code_fence, verbatim_match
@@ -41,6 +42,7 @@ def test_verbatim_cut_scores_as_the_whole_completion(text):
     cut = rule.cut(text)
     assert text.startswith(cut)
     assert verbatim_score(cut) == verbatim_score(text)
+    assert_settles_as_the_whole(rule, text)
 
 
 @pytest.mark.parametrize("text", completions(1, 300))
@@ -49,6 +51,15 @@ def test_first_row_cut_answers_as_the_whole_completion(text):
     cut = rule.cut(text)
     assert text.startswith(cut)
     assert first_csv_row(cut, HEADER, ",") == first_csv_row(text, HEADER, ",")
+    assert_settles_as_the_whole(rule, text)
+
+
+def assert_settles_as_the_whole(rule: StopRule, text: str) -> None:
+    """A prefix that settles the score settles it where the whole text does: a stream closed
+    there is cut exactly as the whole answer would be."""
+    for k in range(len(text) + 1):
+        if rule.end(text[:k]) is not None:
+            assert rule.end(text[:k]) == rule.end(text)
 
 
 def test_verbatim_stops_at_the_end_of_the_line_that_differs():
@@ -79,30 +90,14 @@ def test_the_rule_is_in_the_cache_key_only_when_set():
     assert len(keys) == 3
 
 
-class WholeAnswerBackend:
-    """Writes its whole answer whatever the rule (a backend that cannot stop early)."""
-
-    def __init__(self):
-        self.identity = {"provider": "test", "model": "whole"}
-
-    def complete(self, prompt, params):
-        return "4,name4\n5,7,nameX\n6,3,name6\n" + "junk\n" * 50
-
-    def chat(self, messages, params):
-        return self.complete("", params)
-
-    def count_tokens(self, text):
-        return None
-
-    def tokenize(self, text):
-        return None
-
-    def close(self):
-        pass
+def whole_answer(prompt: str) -> str:
+    """A model that writes its whole answer whatever the rule (it cannot stop early)."""
+    return "4,name4\n5,7,nameX\n6,3,name6\n" + "junk\n" * 50
 
 
 def test_the_client_cuts_every_backend_answer_by_the_rule():
-    model = LanguageModel(WholeAnswerBackend(), "whole", show_progress=False)
+    backend = PythonBackend(whole_answer, "whole", "test_stopping.whole_answer")
+    model = LanguageModel(backend, "whole", show_progress=False)
     params = GenerationParams(max_tokens=500, stop_rule=StopRule.verbatim(EXPECTED))
     ruled, plain = model.run(
         [Request(params=params, prompt="p"), Request(params=GenerationParams(500), prompt="p")]

@@ -12,6 +12,8 @@ Two rules, one per way the tests score a generation:
   scored (``tabmem.stats.answers.first_csv_row``), so generation ends with that row's line.
 
 ``end`` says where a completion's score became settled; ``cut`` keeps the text up to there.
+Both rules settle on a prefix where they settle on the whole text, so a backend that stops
+early and one that writes everything give the same cut answer.
 Every backend's answer is cut by the same rule (the embedded backend also stops generating
 there, and streaming HTTP providers have their stream closed), so the score of a cut answer is
 the score the whole answer would have had, by construction.
@@ -88,14 +90,12 @@ def _verbatim_end(expected: str, text: str) -> int | None:
         return offset + len(expected)
     if matched == len(answer):
         return None
-    end = _line_end(answer, matched)
-    if end is not None:
-        return offset + end
     line_start = answer.rfind("\n", 0, matched) + 1
-    longest = max(len(line) for line in expected.split("\n"))
-    if len(answer) - line_start > longest:
-        return offset + line_start + longest + 1
-    return None
+    cap = line_start + max(len(line) for line in expected.split("\n")) + 1
+    end = _line_end(answer, matched)
+    if end is not None and end <= cap:
+        return offset + end
+    return offset + cap if len(answer) >= cap else None
 
 
 def _first_row_end(text: str, header: str, delimiter: str) -> int | None:
