@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from omegaconf import DictConfig
 
-    from tabmem.grid import CellOutcome
+    from tabmem.jobs import CellOutcome
     from tabmem.tracking.store import TrackingStore
 
 RESULT_COLUMNS = (

@@ -20,7 +20,7 @@ from tabmem.cell import Cell
 from tabmem.data import load_dataset
 from tabmem.data.transforms import apply_transform
 from tabmem.errors import TabmemError
-from tabmem.grid import outputs_dir, skip_reason, test_plan
+from tabmem.jobs import outputs_dir, skip_reason, test_plan
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.plan import RequestPlan

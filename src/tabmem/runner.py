@@ -23,7 +23,7 @@ from tabmem.data import load_dataset
 from tabmem.data.transforms import apply_transform
 from tabmem.data.twin import twin_info
 from tabmem.errors import ProviderError, TabmemError
-from tabmem.grid import SPEND_LEDGER, CellOutcome, outputs_dir, skip_reason, test_plan
+from tabmem.jobs import SPEND_LEDGER, CellOutcome, outputs_dir, skip_reason, test_plan
 from tabmem.llm.budget import Budget, BudgetReached
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel

@@ -14,7 +14,7 @@ LAYERS = [
     {"llm"},
     {"prompts"},
     {"battery"},
-    {"grid", "tracking"},
+    {"jobs", "tracking"},
     {"lab"},
     {"report"},
     {"dry_run"},

@@ -436,7 +436,7 @@ def test_the_paper_grid_sweeps_every_part_over_the_paper_datasets():
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # hydra: launcher schema deprecation
 def test_grid_skip_rule_names_the_reason():
-    from tabmem.grid import skip_reason
+    from tabmem.jobs import skip_reason
 
     cfg = grid_config("+paper=statistical-learning", "dataset=iris", "model=oracle-null")
     assert skip_reason(cfg, "statistical_learning") == ""  # only grids skip

@@ -15,7 +15,7 @@ from hydra.experimental.callback import Callback
 from rich.console import Console
 from rich.table import Table
 
-from tabmem.grid import CELL_GLOB, PLAN_GLOB
+from tabmem.jobs import CELL_GLOB, PLAN_GLOB
 
 STATUS_STYLE = {"finished": "green", "skipped": "dim", "failed": "bold red"}
 

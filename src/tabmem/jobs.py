@@ -1,6 +1,7 @@
-"""What a grid cell runs and what it leaves behind: its test plan, the skip rules of grids, the
-outputs folder, and the per-test files the end-of-run summary reads (``cell-*.json``, and
-``plan-*.json`` in a dry run). The runner, the dry run and the summary share these."""
+"""A grid cell's job: its test plan, the skip rules of grids, the outputs folder, and the
+per-test files the end-of-run summary reads (``cell-*.json``, and ``plan-*.json`` in a dry
+run). The runner, the dry run and the summary share these. (Not ``grid``: ``tabmem.grid`` is
+the Python API's function.)"""
 
 from __future__ import annotations
 
