@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -59,6 +60,29 @@ class TestResult:
     records: list[QueryRecord] = field(default_factory=list)
     tables: dict[str, Any] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def not_applicable(
+        cls,
+        test: str,
+        reason: str,
+        *,
+        info: Mapping[str, Any] | None = None,
+        metrics: Mapping[str, float] | None = None,
+        records: Sequence[QueryRecord] = (),
+    ) -> TestResult:
+        """The result of a test that cannot decide on this cell, and why: nothing was asked,
+        or (with ``records``) the answers could not be scored."""
+        return cls(
+            test=test,
+            verdict=Verdict.NOT_APPLICABLE,
+            reason=reason,
+            n_queries=len(records),
+            n_hits=0,
+            metrics=dict(metrics or {}),
+            info=dict(info or {}),
+            records=list(records),
+        )
 
     def all_metrics(self) -> dict[str, float]:
         """Every numeric figure of the result, under stable names, for logging."""

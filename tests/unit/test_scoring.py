@@ -41,3 +41,18 @@ def test_levenshtein_similarity_known_distance():
     # kitten -> sitting needs 3 edits; normalised by the longer length 7
     assert abs(levenshtein_similarity("kitten", "sitting") - (1 - 3 / 7)) < 1e-12
     assert levenshtein_similarity("abc", "abc") == 1.0
+
+
+def test_a_not_applicable_result_counts_the_answers_it_could_not_score():
+    from tabmem.results import QueryRecord, TestResult, Verdict
+
+    asked = TestResult.not_applicable("t", "nothing to ask", info={"why": 1})
+    assert (asked.verdict, asked.n_queries, asked.n_hits, asked.info) == (
+        Verdict.NOT_APPLICABLE,
+        0,
+        0,
+        {"why": 1},
+    )
+    record = QueryRecord(prompt="p", expected="e", completion="", score=0.0, error="timeout")
+    failed = TestResult.not_applicable("t", "unscored", records=[record, record])
+    assert failed.n_queries == 2 and failed.all_metrics()["n_failed_queries"] == 2

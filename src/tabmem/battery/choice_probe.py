@@ -27,7 +27,7 @@ from tabmem.prompts.choices import (
 )
 from tabmem.prompts.fewshot import fit_to_context
 from tabmem.prompts.observations import dataset_title
-from tabmem.results import QueryRecord, TestResult, Verdict
+from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.paired import against_baseline, unreachable_reason
 from tabmem.stats.probes import (
     ChoiceSummary,
@@ -135,18 +135,6 @@ def _record(request: Request, question: ChoiceQuestion, response: Any) -> QueryR
     )
 
 
-def not_applicable(test: str, reason: str, info: Mapping[str, Any] | None = None) -> TestResult:
-    """A result for a cell the probe cannot ask anything on."""
-    return TestResult(
-        test=test,
-        verdict=Verdict.NOT_APPLICABLE,
-        reason=reason,
-        n_queries=0,
-        n_hits=0,
-        info=dict(info or {}),
-    )
-
-
 def ask_and_score(
     ctx: TestContext,
     test: str,
@@ -161,10 +149,12 @@ def ask_and_score(
     alpha, min_effect = float(p.get("alpha", 0.001)), float(p.get("min_effect", 0.1))
     cannot = unreachable_reason(baselines, alpha, min_effect, "the right option")
     if cannot:
-        return not_applicable(test, cannot, info)
+        return TestResult.not_applicable(test, cannot, info=info)
     asked = [(r, q) for q in questions if (r := _request(ctx, q)) is not None]
     if not asked:
-        return not_applicable(test, "no question fits the model's context window", info)
+        return TestResult.not_applicable(
+            test, "no question fits the model's context window", info=info
+        )
     requests = [r for r, _ in asked]
     responses = ctx.model.run(requests, description=f"{test} probe on {ctx.dataset.name}")
     records = [_record(r, q, response) for (r, q), response in zip(asked, responses, strict=True)]

@@ -17,7 +17,6 @@ from tabmem.battery.base import TestContext, register
 from tabmem.battery.choice_probe import (
     ChoiceQuestion,
     ask_and_score,
-    not_applicable,
     shuffle_options,
     source_phrase,
 )
@@ -107,12 +106,14 @@ def run_completion_choice(ctx: TestContext) -> TestResult:
     pool = attribute_pool(table.columns, n_hidden, n_options, float(p.get("pool_fraction", 0.5)))
     info: dict[str, Any] = {"attribute_pool": [table.names[j] for j in pool]}
     if not pool or len(table.rows) < n_options:
-        return not_applicable(
-            TEST, f"no attribute has {n_options} distinct values over {n_options} rows", info
+        return TestResult.not_applicable(
+            TEST, f"no attribute has {n_options} distinct values over {n_options} rows", info=info
         )
     rng = random.Random(f"{TEST}:{ctx.seed}")
     questions, dropped = completion_questions(table, p, pool, source_phrase(ctx.dataset, p), rng)
     if not questions:
-        return not_applicable(TEST, "no record gave five distinct candidate values", info)
+        return TestResult.not_applicable(
+            TEST, "no record gave five distinct candidate values", info=info
+        )
     metrics = {"hidden_per_record": n_hidden, "candidate_draws_dropped": dropped}
     return ask_and_score(ctx, TEST, questions, metrics, info)

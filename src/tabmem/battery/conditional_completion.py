@@ -35,7 +35,7 @@ from tabmem.prompts.observations import (
     read_value,
     row_values,
 )
-from tabmem.results import QueryRecord, TestResult, Verdict
+from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.neighbours import NeighbourModel
 from tabmem.stats.paired import against_baseline, query_baselines
 from tabmem.stats.prefixes import PrefixIndex, wilson
@@ -232,12 +232,8 @@ def run_conditional_completion_test(ctx: TestContext) -> TestResult:
     p = ctx.params
     names = feature_names(ctx.dataset)
     if len(names) < 2:
-        return TestResult(
-            test="conditional_completion",
-            verdict=Verdict.NOT_APPLICABLE,
-            reason="the dataset has fewer than two features",
-            n_queries=0,
-            n_hits=0,
+        return TestResult.not_applicable(
+            "conditional_completion", "the dataset has fewer than two features"
         )
     requests, questions, dropped = _requests(ctx, p)
     responses = ctx.model.run(requests, description=f"conditional completion on {ctx.dataset.name}")

@@ -53,17 +53,6 @@ def sample_frame(draw: SampleDraw, columns: list[str]) -> pd.DataFrame:
     return frame.apply(pd.to_numeric, errors="coerce")
 
 
-def _not_applicable(reason: str) -> TestResult:
-    """The data has no dependence between numeric features to test."""
-    return TestResult(
-        test="conditional_distribution",
-        verdict=Verdict.NOT_APPLICABLE,
-        reason=reason,
-        n_queries=0,
-        n_hits=0,
-    )
-
-
 def _too_few_samples(reason: str, draw: SampleDraw, figure: Figure) -> TestResult:
     """The model gave too few usable samples to compare: no evidence, the heat map still drawn."""
     return TestResult(
@@ -103,14 +92,18 @@ def run_conditional_distribution_test(ctx: TestContext) -> TestResult:
     columns = numeric_columns(frame)
     strong = float(p.get("strong_correlation", 0.2))
     if len(columns) < 2:
-        return _not_applicable(f"the data has {len(columns)} numeric feature(s); 2 are needed")
+        return TestResult.not_applicable(
+            "conditional_distribution",
+            f"the data has {len(columns)} numeric feature(s); 2 are needed",
+        )
     data = frame[columns].astype(float)
     data_r = data.corr().to_numpy()
     off_diagonal = np.abs(data_r[np.triu_indices(len(columns), k=1)])
     if np.nanmax(off_diagonal) < strong:
-        return _not_applicable(
+        return TestResult.not_applicable(
+            "conditional_distribution",
             f"no two numeric features correlate by |r| >= {strong} in the data "
-            f"(largest {np.nanmax(off_diagonal):.2f})"
+            f"(largest {np.nanmax(off_diagonal):.2f})",
         )
     draw = draw_observations(ctx, sampler_settings(ctx))
     samples = sample_frame(draw, columns)

@@ -18,7 +18,6 @@ from tabmem.battery.base import TestContext, register
 from tabmem.battery.choice_probe import (
     ChoiceQuestion,
     ask_and_score,
-    not_applicable,
     shuffle_options,
     source_phrase,
 )
@@ -89,12 +88,14 @@ def run_existence(ctx: TestContext) -> TestResult:
     pool = attribute_pool(table.columns, n_changed, n_options, float(p.get("pool_fraction", 0.5)))
     info: dict[str, Any] = {"attribute_pool": [table.names[j] for j in pool]}
     if not pool or len(table.rows) < n_options:
-        return not_applicable(
-            TEST, f"no attribute has {n_options} distinct values over {n_options} rows", info
+        return TestResult.not_applicable(
+            TEST, f"no attribute has {n_options} distinct values over {n_options} rows", info=info
         )
     rng = random.Random(f"{TEST}:{ctx.seed}")
     questions, dropped = existence_questions(table, p, pool, source_phrase(ctx.dataset, p), rng)
     if not questions:
-        return not_applicable(TEST, "no record gave four distinct altered copies", info)
+        return TestResult.not_applicable(
+            TEST, "no record gave four distinct altered copies", info=info
+        )
     metrics = {"changed_per_record": n_changed, "record_draws_dropped": dropped}
     return ask_and_score(ctx, TEST, questions, metrics, info)

@@ -16,14 +16,13 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from tabmem.battery.base import TestContext, register
 from tabmem.data import Dataset
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request, Response
 from tabmem.prompts.fewshot import chat_messages, few_shot_datasets, fit_to_context
-from tabmem.results import QueryRecord, TestResult, Verdict
+from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.answers import feature_answer, values_match
 from tabmem.stats.baselines import MarginalMatch, marginal_match
 from tabmem.stats.neighbours import NeighbourModel
@@ -158,13 +157,6 @@ class Predictor:
         return sum(self.right(columns, r) for r in rows) / len(rows) if rows else 0.0
 
 
-def _not_applicable(reason: str, **info: Any) -> TestResult:
-    """A result that says why the test cannot run on this cell."""
-    return TestResult(
-        test=TEST, verdict=Verdict.NOT_APPLICABLE, reason=reason, n_queries=0, n_hits=0, info=info
-    )
-
-
 def _feature_reason(chosen: UniqueFeature | None, named: bool, minimum: float) -> str:
     """Why no feature is unique enough, or "" (a feature named in the config is always used)."""
     if chosen is None:
@@ -188,7 +180,7 @@ def run_feature_completion_test(ctx: TestContext) -> TestResult:
     chosen = choose_feature(columns, named)
     reason = _feature_reason(chosen, bool(named), float(p.get("min_unique_fraction", 0.25)))
     if reason:
-        return _not_applicable(reason)
+        return TestResult.not_applicable(TEST, reason)
     chance = marginal_match(columns[chosen.name])
     predictor = Predictor.of(columns, chosen.name)
     n_rows = len(ctx.dataset.rows)
@@ -200,12 +192,13 @@ def run_feature_completion_test(ctx: TestContext) -> TestResult:
     baseline = max(chance.rate, predicted)
     reason = no_power_reason(f"{chosen.name}", n, baseline, alpha, min_effect)
     if reason:
-        return _not_applicable(
-            reason, feature=chosen.name, predictor_accuracy=predicted, marginal_rate=chance.rate
-        )
+        figures = {"predictor_accuracy": predicted, "marginal_rate": chance.rate}
+        return TestResult.not_applicable(TEST, reason, info={"feature": chosen.name, **figures})
     queries = feature_queries(ctx, columns, chosen.name)
     if not queries.requests:
-        return _not_applicable("no question fits the model's context window", feature=chosen.name)
+        return TestResult.not_applicable(
+            TEST, "no question fits the model's context window", info={"feature": chosen.name}
+        )
     responses = ctx.model.run(
         queries.requests, description=f"feature completion test on {ctx.dataset.name}"
     )

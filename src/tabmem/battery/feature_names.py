@@ -117,12 +117,8 @@ def run_feature_names_test(ctx: TestContext) -> TestResult:
     p = ctx.params
     names = [n.strip() for n in ctx.dataset.feature_names]
     if len(names) < 2:
-        return TestResult(
-            test="feature_names",
-            verdict=Verdict.NOT_APPLICABLE,
-            reason="the dataset has fewer than two features, so none is left to name",
-            n_queries=0,
-            n_hits=0,
+        return TestResult.not_applicable(
+            "feature_names", "the dataset has fewer than two features, so none is left to name"
         )
     template = str(p["names_prompt"])
     chat = ctx.model.prompt_form == "chat"
@@ -150,12 +146,8 @@ def run_feature_names_test(ctx: TestContext) -> TestResult:
         build, len(examples), ctx.model.count_tokens, ctx.model.context_window, params
     )
     if fitted.request is None:
-        return TestResult(
-            test="feature_names",
-            verdict=Verdict.NOT_APPLICABLE,
-            reason="the prompt does not fit the model's context window",
-            n_queries=0,
-            n_hits=0,
+        return TestResult.not_applicable(
+            "feature_names", "the prompt does not fit the model's context window"
         )
     [response] = ctx.model.run([fitted.request], description=f"feature names of {ctx.dataset.name}")
     shown = names[: shown_count(ctx.dataset)]

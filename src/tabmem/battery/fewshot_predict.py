@@ -275,10 +275,6 @@ def _records(predictions: Sequence[Prediction]) -> list[QueryRecord]:
     ]
 
 
-def _not_applicable(reason: str) -> TestResult:
-    return TestResult(NAME, Verdict.NOT_APPLICABLE, reason, n_queries=0, n_hits=0)
-
-
 @register(NAME)
 def run_fewshot_predict(ctx: TestContext) -> TestResult:
     """Predict held-out rows from few-shot examples (or fit a baseline); score the accuracy."""
@@ -286,7 +282,7 @@ def run_fewshot_predict(ctx: TestContext) -> TestResult:
     data = prediction_data(ctx.dataset)
     reason = not_applicable_reason(data, int(p.get("max_classes", 20)))
     if reason or data is None:
-        return _not_applicable(reason or "no data")
+        return TestResult.not_applicable(NAME, reason or "no data")
     blocks = holdout_blocks(
         len(data.labels),
         int(p.get("n_test_rows", 500)),
@@ -301,7 +297,9 @@ def run_fewshot_predict(ctx: TestContext) -> TestResult:
     else:
         predictions, counts = _llm_predictions(ctx, data, blocks, questions, system)
     if not predictions:
-        return _not_applicable("no test row's prompt fits the model's context window")
+        return TestResult.not_applicable(
+            NAME, "no test row's prompt fits the model's context window"
+        )
     return _result(ctx, data, blocks, predictions, counts, system, style)
 
 

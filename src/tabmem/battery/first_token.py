@@ -18,7 +18,6 @@ from tabmem.battery.base import TestContext, register
 from tabmem.battery.row_completion import (
     WindowQueries,
     ask,
-    not_applicable,
     row_order,
     too_short_reason,
     window_positions,
@@ -100,7 +99,7 @@ def run_first_token_test(ctx: TestContext) -> TestResult:
     p = ctx.params
     reason = _data_reason(ctx)
     if reason:
-        return not_applicable(TEST, reason)
+        return TestResult.not_applicable(TEST, reason)
     order = row_order(ctx)
     read = token_reader(ctx)
     rows = ctx.dataset.rows
@@ -123,10 +122,13 @@ def run_first_token_test(ctx: TestContext) -> TestResult:
     seen = {row_token(i) for i in range(min(len(rows), 2000))}
     reason = _token_reason(ctx, baseline, positions, seen)
     if reason:
-        return not_applicable(TEST, reason, baseline_accuracy=baseline.best.accuracy)
+        info = {"baseline_accuracy": baseline.best.accuracy}
+        return TestResult.not_applicable(TEST, reason, info=info)
     queries = window_queries(ctx, positions)
     if not queries.requests:
-        return not_applicable(TEST, "no window fits the model's context window with its answer")
+        return TestResult.not_applicable(
+            TEST, "no window fits the model's context window with its answer"
+        )
     responses = ask(ctx, queries, "first token")
     return _result(ctx, queries, responses, baseline, order, read)
 

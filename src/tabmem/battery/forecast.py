@@ -402,17 +402,6 @@ def _metrics(
     return metrics
 
 
-def _not_applicable(reason: str, info: dict[str, Any] | None = None) -> TestResult:
-    return TestResult(
-        test="forecast",
-        verdict=Verdict.NOT_APPLICABLE,
-        reason=reason,
-        n_queries=0,
-        n_hits=0,
-        info=info or {},
-    )
-
-
 def _queries(
     ctx: TestContext, series: Series, s: Settings, steps: list[int]
 ) -> tuple[list[Request], list[int], int]:
@@ -440,19 +429,21 @@ def _queries(
 def run_forecast_test(ctx: TestContext) -> TestResult:
     """Forecast sampled steps of the series; score them per period; compare across the cutoff."""
     if ctx.dataset.spec.kind != "series":
-        return _not_applicable(
+        return TestResult.not_applicable(
+            "forecast",
             f"test=forecast needs a time series (a dataset with kind: series); "
-            f"'{ctx.dataset.name}' is {ctx.dataset.spec.kind}"
+            f"'{ctx.dataset.name}' is {ctx.dataset.spec.kind}",
         )
     s = Settings.from_params(ctx.params)
     series = series_view(ctx.dataset)
     steps = select_steps(series, s, random.Random(ctx.seed))
     requests, rows, skipped = _queries(ctx, series, s, steps)
     if not requests:
-        return _not_applicable(
+        return TestResult.not_applicable(
+            "forecast",
             f"no step to forecast: the series has {len(series)} values, the window is "
             f"{s.window}, and {skipped} step(s) did not fit the context window",
-            {"steps_skipped": skipped},
+            info={"steps_skipped": skipped},
         )
     responses = ctx.model.run(requests, description=f"forecast test on {ctx.dataset.name}")
     texts = [r.text for r in responses]

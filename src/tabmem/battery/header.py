@@ -183,12 +183,9 @@ def run_header_test(ctx: TestContext) -> TestResult:
         )
 
     if not records:
-        return TestResult(
-            test="header",
-            verdict=Verdict.NOT_APPLICABLE,
-            reason=f"no split fits the file and the context window (rows {skipped_rows})",
-            n_queries=0,
-            n_hits=0,
+        return TestResult.not_applicable(
+            "header",
+            f"no split fits the file and the context window (rows {skipped_rows})",
             info={"skipped_split_rows": skipped_rows},
         )
     verdict, reason = _verdict(best_rows, needed)

@@ -19,7 +19,7 @@ import numpy as np
 from tabmem.battery.base import TestContext, register
 from tabmem.data import Dataset
 from tabmem.llm.logprobs import ScoreRequest, ScoreResponse, has_logprobs, no_logprobs_reason
-from tabmem.results import QueryRecord, TestResult, Verdict
+from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.auc import auc
 from tabmem.stats.contrast import ContrastTable
 from tabmem.stats.min_k import min_k_score
@@ -104,23 +104,12 @@ def _record(pair: RowPair, real: ScoreResponse, other: ScoreResponse, k: float) 
     return QueryRecord(pair.context, pair.real, "", win, extra=extra)
 
 
-def _not_applicable(reason: str, **info: object) -> TestResult:
-    return TestResult(
-        test="min_k_prob",
-        verdict=Verdict.NOT_APPLICABLE,
-        reason=reason,
-        n_queries=0,
-        n_hits=0,
-        info=dict(info),
-    )
-
-
 @register("min_k_prob")
 def run_min_k_prob(ctx: TestContext) -> TestResult:
     """Score real rows and their contrast rows; the share of pairs won, exact sign test."""
     p = ctx.params
     if not has_logprobs(ctx.model.backend):
-        return _not_applicable(no_logprobs_reason(ctx.model))
+        return TestResult.not_applicable("min_k_prob", no_logprobs_reason(ctx.model))
     k = float(p.get("k_percent", 20))
     sample = row_pairs(
         ctx.dataset,
@@ -133,10 +122,11 @@ def run_min_k_prob(ctx: TestContext) -> TestResult:
     pairs = sample.pairs
     min_pairs = int(p.get("min_pairs", 10))
     if len(pairs) < min_pairs:
-        return _not_applicable(
+        return TestResult.not_applicable(
+            "min_k_prob",
             f"only {len(pairs)} rows got a contrast row (a row needs a column whose values vary "
             f"and a donor that brings other values); the test needs {min_pairs}",
-            pairs_dropped=sample.dropped,
+            info={"pairs_dropped": sample.dropped},
         )
     requests = [ScoreRequest(t, pair.context) for pair in pairs for t in (pair.real, pair.contrast)]
     scores = ctx.model.logprobs(requests, description=f"Min-K% Prob on {ctx.dataset.name}")
@@ -156,12 +146,9 @@ def _result(ctx: TestContext, records: list[QueryRecord], k: float, dropped: int
         "k_percent": k,
     }
     if len(scored) < int(p.get("min_pairs", 10)):
-        return TestResult(
-            test="min_k_prob",
-            verdict=Verdict.NOT_APPLICABLE,
-            reason=f"only {len(scored)} row pairs were scored; the others failed",
-            n_queries=len(records),
-            n_hits=0,
+        return TestResult.not_applicable(
+            "min_k_prob",
+            f"only {len(scored)} row pairs were scored; the others failed",
             info=base,
             records=records,
         )

@@ -22,7 +22,7 @@ from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request, Response
 from tabmem.llm.stopping import StopRule
 from tabmem.prompts.fewshot import chat_messages, few_shot_datasets, fit_to_context
-from tabmem.results import QueryRecord, TestResult, Verdict
+from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.answers import first_csv_row, row_matches
 from tabmem.stats.baselines import ExactRowBaseline, exact_row_baseline
 from tabmem.stats.independence import RowOrder, row_order_check
@@ -136,13 +136,6 @@ def too_short_reason(dataset: Dataset, params: Mapping[str, Any]) -> str:
     return ""
 
 
-def not_applicable(test: str, reason: str, **info: Any) -> TestResult:
-    """A result that says why the test cannot run on this cell."""
-    return TestResult(
-        test=test, verdict=Verdict.NOT_APPLICABLE, reason=reason, n_queries=0, n_hits=0, info=info
-    )
-
-
 def ask(ctx: TestContext, queries: WindowQueries, test: str) -> list[Response]:
     """Put a window test's requests to the model (cached, concurrent, never raising)."""
     return ctx.model.run(queries.requests, description=f"{test} test on {ctx.dataset.name}")
@@ -225,17 +218,17 @@ def run_row_completion_test(ctx: TestContext) -> TestResult:
     min_effect = float(p.get("min_effect", 0.1))
     short = too_short_reason(ctx.dataset, p)
     if short:
-        return not_applicable("row_completion", short)
+        return TestResult.not_applicable("row_completion", short)
     columns = list(text_columns(ctx.dataset).values())
     baseline = exact_row_baseline(ctx.dataset.rows, columns, seed=ctx.seed)
     order = row_order(ctx)
     positions = window_positions(ctx)
     no_power = no_power_reason("the next row", len(positions), baseline.rate, alpha, min_effect)
     if no_power and order.ordered:
-        return not_applicable("row_completion", no_power, rows_ordered=True)
+        return TestResult.not_applicable("row_completion", no_power, info={"rows_ordered": True})
     queries = window_queries(ctx, positions)
     if not queries.requests:
-        return not_applicable(
+        return TestResult.not_applicable(
             "row_completion", "no window fits the model's context window with its answer"
         )
     responses = ask(ctx, queries, "row completion")

@@ -23,7 +23,7 @@ from tabmem.battery.base import TestContext, register
 from tabmem.data import Dataset
 from tabmem.data.csvtext import parse_fields
 from tabmem.llm.logprobs import ScoreRequest, has_logprobs, no_logprobs_reason
-from tabmem.results import QueryRecord, TestResult, Verdict
+from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.independence import row_order_check
 from tabmem.stats.order_structure import block_order, row_features
 from tabmem.stats.permutation import rank_against_null
@@ -105,30 +105,19 @@ def z_score(value: float, mean: float, sd: float) -> float:
     return 0.0 if value == mean else float("inf") if value > mean else float("-inf")
 
 
-def _not_applicable(reason: str, metrics: dict[str, float] | None = None) -> TestResult:
-    return TestResult(
-        test="row_order",
-        verdict=Verdict.NOT_APPLICABLE,
-        reason=reason,
-        n_queries=0,
-        n_hits=0,
-        metrics=metrics or {},
-    )
-
-
 @register("row_order")
 def run_row_order(ctx: TestContext) -> TestResult:
     """Log-likelihood of the file's row order against shuffles, after an exchangeability check."""
     p = ctx.params
     if not has_logprobs(ctx.model.backend):
-        return _not_applicable(no_logprobs_reason(ctx.model))
+        return TestResult.not_applicable("row_order", no_logprobs_reason(ctx.model))
     rng = random.Random(ctx.seed)
     rows = ctx.dataset.rows[: int(p.get("n_rows", 24))]
     if len(rows) < int(p.get("min_rows", 8)):
-        return _not_applicable(f"the file has only {len(rows)} data rows")
+        return TestResult.not_applicable("row_order", f"the file has only {len(rows)} data rows")
     reason, structure = order_signal(ctx, rows)
     if reason is not None:
-        return _not_applicable(reason, structure)
+        return TestResult.not_applicable("row_order", reason, metrics=structure)
     orders = shuffled_orders(len(rows), int(p.get("n_permutations", 99)), rng)
     context = ctx.dataset.header + ctx.dataset.newline
     texts = [block_text(ctx.dataset, rows, list(range(len(rows))))]
@@ -157,12 +146,9 @@ def _result(
     alpha, min_z = float(p.get("alpha", 0.05)), float(p.get("min_z", 2.0))
     rule = f"file order beats the shuffles with p < {alpha} and z >= {min_z}"
     if records[0].error is not None:
-        return TestResult(
-            test="row_order",
-            verdict=Verdict.NOT_APPLICABLE,
-            reason=f"the file's order could not be scored: {records[0].error}",
-            n_queries=len(records),
-            n_hits=0,
+        return TestResult.not_applicable(
+            "row_order",
+            f"the file's order could not be scored: {records[0].error}",
             info={"evidence_rule": rule},
             records=records,
         )

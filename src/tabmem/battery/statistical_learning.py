@@ -223,9 +223,7 @@ def run_statistical_learning(ctx: TestContext) -> TestResult:
         skipped = _ask_model(ctx, queries, IfThenFormat.from_params(p), decimals)
     queries = [q for q in queries if q.prompt]
     if not queries:
-        return TestResult(
-            NAME, Verdict.NOT_APPLICABLE, "no problem fits the model's context window", 0, 0
-        )
+        return TestResult.not_applicable(NAME, "no problem fits the model's context window")
     return _result(ctx, queries, skipped)
 
 
