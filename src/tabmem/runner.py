@@ -195,7 +195,7 @@ def _run_pending(
                 raise_if_every_query_failed(result)
                 result.info.update(twin_info(dataset))
             except Exception as exc:
-                calls = {k: v - before[k] for k, v in model.stats.as_dict().items()}
+                calls = model.stats.since(before)
                 outcomes.append(
                     _log_failure(
                         store,
@@ -213,7 +213,7 @@ def _run_pending(
                 )
                 started = time.time_ns()
                 continue
-            calls = {k: v - before[k] for k, v in model.stats.as_dict().items()}
+            calls = model.stats.since(before)
             queries = QueryLog(
                 result.records, cell.tags(), (started, time.time_ns()), list(model.answered)
             )

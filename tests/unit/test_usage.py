@@ -114,3 +114,15 @@ def test_prices_come_from_the_config_then_litellms_offline_map():
     assert gpt4.source == "litellm cost map" and gpt4.input_per_token > 0
     assert model_price({"backend": "litellm", "litellm_model": "openai/my-server-model"}) is None
     assert model_price({"backend": "llama_cpp"}) is FREE
+
+
+def test_call_counts_since_an_earlier_snapshot_are_one_tests_share():
+    from tabmem.llm.client import CallStats
+
+    stats = CallStats()
+    stats.add(model_calls=3, prompt_tokens=100)
+    before = stats.as_dict()
+    stats.add(model_calls=2, prompt_tokens=40, cache_hits=1)
+    share = stats.since(before)
+    assert (share["model_calls"], share["prompt_tokens"], share["cache_hits"]) == (2, 40, 1)
+    assert share["retries"] == 0

@@ -3,10 +3,10 @@
 The prompt holds the header and the first rows of the file, cut inside one row;
 the model is asked for what follows. Splits at several rows give several chances
 and the best one counts. Few-shot examples (chat form only) come from other
-datasets, cut at the same row, so the model learns the task without seeing any
-part of the tested file beyond the prompt. The examples are cut inside row ``few_shot_row``
-for every split, so a cell's queries share their prompt up to the tested file and a local
-model evaluates that part once (``few_shot_row: null`` cuts them at each query's own row).
+datasets, so the model learns the task without seeing any part of the tested file beyond
+the prompt. The examples are cut inside row ``few_shot_row`` for every split, so a cell's
+queries share their prompt up to the tested file and a local model evaluates that part once
+(``few_shot_row: null`` cuts them at each query's own split row).
 
 Generation stops at the end of the line on which the answer first differs from the file
 (``stop_on_divergence``, ``tabmem.llm.stopping``): nothing after it can change the score.
@@ -104,12 +104,11 @@ def run_header_test(ctx: TestContext) -> TestResult:
         else []
     )
 
+    def cut_examples(row: int) -> list[HeaderSplit]:
+        return [s for s in (split_at_row(d, row, n_rows, rng) for d in examples) if s]
+
     shot_row = p.get("few_shot_row")
-    shared_shots = (
-        [s for s in (split_at_row(d, int(shot_row), n_rows, rng) for d in examples) if s]
-        if shot_row is not None
-        else None
-    )
+    shared_shots = cut_examples(int(shot_row)) if shot_row is not None else None
     stop_early = bool(p.get("stop_on_divergence", True))
 
     requests: list[Request] = []
@@ -121,11 +120,7 @@ def run_header_test(ctx: TestContext) -> TestResult:
         if split is None:
             skipped_rows.append(int(row))
             continue
-        shots = (
-            shared_shots
-            if shared_shots is not None
-            else [s for s in (split_at_row(d, int(row), n_rows, rng) for d in examples) if s]
-        )
+        shots = shared_shots if shared_shots is not None else cut_examples(int(row))
         params = GenerationParams(
             max_tokens=ctx.model.count_tokens(split.continuation) + 16,
             temperature=0.0,

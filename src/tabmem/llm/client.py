@@ -82,6 +82,10 @@ class CallStats:
             "unpriced_answers": self.unpriced_answers,
         }
 
+    def since(self, before: dict[str, float]) -> dict[str, float]:
+        """The counts added since ``before`` (an earlier ``as_dict``): one test's share."""
+        return {name: value - before[name] for name, value in self.as_dict().items()}
+
     def add_cached(self, usage: dict[str, int]) -> None:
         """One answer served without asking: its tokens count apart, at no cost."""
         self.add(

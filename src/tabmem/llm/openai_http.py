@@ -16,6 +16,8 @@ server to stop generating. Usage is what the server reported in the events read 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -68,33 +70,37 @@ class OpenAICompatibleClient:
         """POST ``body`` to ``path`` ("chat/completions" or "completions") as a stream; read
         until ``rule`` settles the text or the server ends, then close the stream."""
         text, usage = "", None
-        try:
-            with self._http.stream("POST", path, json={**body, "stream": True}) as response:
-                if response.status_code != 200:
-                    response.read()
-                    self._raise_for(response)
-                for event in _events(response.iter_lines()):
-                    usage = event.get("usage") or usage
-                    choices = event.get("choices") or []
-                    if choices and isinstance(choices[0], dict):
-                        delta = choices[0].get("delta")
-                        piece = delta.get("content") if isinstance(delta, dict) else None
-                        text += _text(piece if piece is not None else choices[0].get("text"))
-                    if rule.end(text) is not None:
-                        break
-        except httpx.TimeoutException as exc:
-            raise TransientProviderError(f"timed out: {type(exc).__name__}") from exc
-        except httpx.TransportError as exc:
-            raise TransientProviderError(f"connection failed: {self._mask(str(exc))}") from exc
+        with (
+            self._transport_errors(),
+            self._http.stream("POST", path, json={**body, "stream": True}) as response,
+        ):
+            if response.status_code != 200:
+                response.read()
+                self._raise_for(response)
+            for event in _events(response.iter_lines()):
+                usage = event.get("usage") or usage
+                choices = event.get("choices") or []
+                if choices and isinstance(choices[0], dict):
+                    delta = choices[0].get("delta")
+                    piece = delta.get("content") if isinstance(delta, dict) else None
+                    text += _text(piece if piece is not None else choices[0].get("text"))
+                if rule.end(text) is not None:
+                    break
         return text, reported_usage(usage)
 
-    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    @contextmanager
+    def _transport_errors(self) -> Iterator[None]:
+        """A timeout or a failed connection, as a transient error (the key masked)."""
         try:
-            response = self._http.post(path, json=body)
+            yield
         except httpx.TimeoutException as exc:
             raise TransientProviderError(f"timed out: {type(exc).__name__}") from exc
         except httpx.TransportError as exc:
             raise TransientProviderError(f"connection failed: {self._mask(str(exc))}") from exc
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        with self._transport_errors():
+            response = self._http.post(path, json=body)
         if response.status_code != 200:
             self._raise_for(response)
         try:
