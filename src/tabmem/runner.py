@@ -218,7 +218,7 @@ def _run_pending(
                 result.records, cell.tags(), (started, time.time_ns()), list(model.answered)
             )
             outcomes.append(
-                _log_result(
+                log_result(
                     store,
                     cell,
                     params,
@@ -300,7 +300,7 @@ def _log_failure(
     return outcome
 
 
-def _log_result(
+def log_result(
     store: TrackingStore,
     cell: Cell,
     params: dict[str, Any],
@@ -313,8 +313,10 @@ def _log_result(
     console: Console,
     queries: QueryLog,
     endpoint: str = "",
+    extra_tags: dict[str, str] | None = None,
 ) -> CellOutcome:
-    """A finished cell: verdict, figures, every query and the config, as one FINISHED run."""
+    """A finished cell: verdict, figures, every query and the config, as one FINISHED run
+    (``extra_tags`` mark where its answers came from, such as a transcript)."""
     console.print(f"[bold]{cell.run_name}[/]")
     show_result(result, console, verbose=bool(cfg.show_queries))
     metrics = {**result.all_metrics(), **calls}
@@ -327,6 +329,7 @@ def _log_result(
     tags = {
         **_tags(cell, params, suite, job_dir, endpoint),
         **info_tags(result),
+        **(extra_tags or {}),
         "verdict": result.verdict.value,
         "reason": result.reason[:5000],
     }

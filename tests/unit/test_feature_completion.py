@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tabmem.battery.base import TestContext
-from tabmem.battery.feature_completion import question, run_feature_completion_test
+from tabmem.battery.feature_completion import FeatureCompletion, question
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.errors import ConfigError
 from tabmem.llm.client import LanguageModel
@@ -61,7 +61,7 @@ def run(truthful=True, text=TEXT, form="completion", **params):
     model = LanguageModel(Script(text, truthful), "m", prompt_form=form, show_progress=False)
     dataset = Dataset(spec=DatasetSpec(name="t", family="t"), path=Path("t.csv"), text=text)
     settings = {"few_shot_pool": [], "n_queries": 20, **params}
-    return run_feature_completion_test(TestContext(dataset, model, settings, seed=4))
+    return FeatureCompletion().run(TestContext(dataset, model, settings, seed=4))
 
 
 def test_question_lists_other_features_and_ends_with_the_asked_one():
@@ -142,7 +142,7 @@ def run_oracle(oracle_class, text, **params):
     dataset = Dataset(spec=DatasetSpec(name="post"), path=Path("post.csv"), text=text)
     model = LanguageModel(InProcess(dataset), "oracle", show_progress=False)
     settings = {"few_shot_pool": [], "n_queries": 40, **params}
-    return run_feature_completion_test(TestContext(dataset, model, settings, seed=4))
+    return FeatureCompletion().run(TestContext(dataset, model, settings, seed=4))
 
 
 def test_a_value_the_other_features_give_away_is_in_the_baseline():

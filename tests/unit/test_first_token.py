@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tabmem.battery.base import TestContext
-from tabmem.battery.first_token import run_first_token_test
+from tabmem.battery.first_token import FirstToken
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.errors import ConfigError
 from tabmem.llm.client import LanguageModel
@@ -52,7 +52,7 @@ def run(rows, truthful=True, tokenizer=None, header="num,kind", **params):
     )
     dataset = Dataset(spec=DatasetSpec(name="t", family="t"), path=Path("t.csv"), text=text)
     settings = {"few_shot_pool": [], "n_queries": 25, **params}
-    return run_first_token_test(TestContext(dataset, model, settings, seed=2))
+    return FirstToken().run(TestContext(dataset, model, settings, seed=2))
 
 
 def test_true_first_tokens_beat_the_baselines():

@@ -20,6 +20,7 @@ LAYERS = [
     {"dry_run"},
     {"runner"},
     {"api"},
+    {"rescore"},
     {"tabmem"},
 ]
 

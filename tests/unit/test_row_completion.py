@@ -8,9 +8,9 @@ import pytest
 from tabmem.battery import row_completion
 from tabmem.battery.base import TestContext
 from tabmem.battery.row_completion import (
+    RowCompletion,
     holm,
     other_rows,
-    run_row_completion_test,
     target_positions,
     window,
 )
@@ -66,7 +66,7 @@ class ScriptBackend:
 def run(mode, form="completion", text=TEXT, **params):
     model = LanguageModel(ScriptBackend(mode), "m", prompt_form=form, show_progress=False)
     settings = {"few_shot_pool": [], "n_queries": 20, **params}
-    return run_row_completion_test(TestContext(dataset(text), model, settings, seed=1))
+    return RowCompletion().run(TestContext(dataset(text), model, settings, seed=1))
 
 
 def test_window_is_the_rows_before_the_target():
@@ -83,7 +83,7 @@ def test_positions_are_seeded_and_a_larger_n_keeps_the_smaller_one():
 
 
 def test_other_rows_never_include_the_target():
-    drawn = other_rows(5, 2, 4, random.Random(0))
+    drawn = other_rows(random.Random(0).sample(range(4), 4), 2)
     assert sorted(drawn) == [0, 1, 3, 4]
 
 

@@ -16,14 +16,26 @@ from tabmem.results import TestResult
 
 @dataclass
 class TestContext:
-    """One grid cell's inputs: the (transformed) dataset, the model, the test's settings."""
+    """One grid cell's inputs: the (transformed) dataset, the model, the test's settings.
+
+    ``model`` is None when a test scores answers recorded elsewhere (``tabmem.rescore``).
+    """
 
     __test__ = False  # not a pytest class
 
     dataset: Dataset
-    model: LanguageModel
+    model: LanguageModel | None
     params: Mapping[str, Any]
     seed: int
+
+    @property
+    def prompt_form(self) -> str:
+        """How the model is asked ("chat", "completion"), or "transcript" without a model."""
+        return self.model.prompt_form if self.model is not None else "transcript"
+
+    def tokenize(self, text: str) -> list[str] | None:
+        """The model's tokens of ``text``, or None without a model or tokenizer."""
+        return self.model.tokenize(text) if self.model is not None else None
 
 
 TestFunction = Callable[[TestContext], TestResult]

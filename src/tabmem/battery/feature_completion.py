@@ -14,13 +14,22 @@ well leaves no room for memory to show, and the test does not apply.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from tabmem.battery.base import TestContext, register
-from tabmem.data import Dataset
+from tabmem.battery.base import TestContext
+from tabmem.battery.lifecycle import (
+    Answer,
+    Lifecycle,
+    Recorded,
+    Worded,
+    register_lifecycle,
+    wording_figures,
+)
 from tabmem.errors import ConfigError
-from tabmem.llm.base import GenerationParams, Request, Response
+from tabmem.llm.base import GenerationParams, Request
 from tabmem.prompts.fewshot import chat_messages, few_shot_datasets, fit_to_context
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.answers import feature_answer, values_match
@@ -47,13 +56,43 @@ class FeatureQuestion:
     row: int
     prompt: str
     answer: str
+    feature: str
 
 
 def question(columns: Mapping[str, list[str]], row: int, feature: str) -> FeatureQuestion:
     """The question for data row ``row`` (0-based): the other features in file order, then
     the asked one."""
     lines = [f"{name} = {values[row]}" for name, values in columns.items() if name != feature]
-    return FeatureQuestion(row, "\n".join([*lines, f"{feature} ="]), columns[feature][row])
+    return FeatureQuestion(row, "\n".join([*lines, f"{feature} ="]), columns[feature][row], feature)
+
+
+def asked_feature(prefix: str) -> str:
+    """The feature a recorded question asks: its last line, ``Feature =``."""
+    lines = [line.strip() for line in prefix.strip().splitlines()]
+    last = lines[-1] if lines else ""
+    return last[:-1].strip() if last.endswith("=") else ""
+
+
+def locate_question(columns: Mapping[str, list[str]], recorded: Recorded) -> FeatureQuestion | str:
+    """The row a recorded question describes: every ``Feature = Value`` line it shows matches
+    the row, and a recorded suffix is the asked feature's value in it."""
+    feature = asked_feature(recorded.prefix)
+    if feature not in columns:
+        return f"it asks for {feature!r}, which is not a feature of the file"
+    given: dict[str, str] = {}
+    for line in recorded.prefix.strip().splitlines()[:-1]:
+        name, sep, value = line.partition(" = ")
+        if not sep or name.strip() not in columns:
+            return f"the line {line.strip()!r} is not a 'Feature = Value' line of the file"
+        given[name.strip()] = value.strip()
+    n_rows = len(columns[feature])
+    for row in range(n_rows):
+        if all(columns[name][row].strip() == value for name, value in given.items()):
+            asked = question(columns, row, feature)
+            if recorded.suffix.strip() and not values_match(recorded.suffix, asked.answer):
+                continue
+            return asked
+    return "no row of the file has the values it shows"
 
 
 def choose_feature(columns: Mapping[str, list[str]], named: str | None) -> UniqueFeature | None:
@@ -84,31 +123,21 @@ def _examples(ctx: TestContext, rng: random.Random) -> list[FeatureQuestion]:
     return examples
 
 
-@dataclass
-class FeatureQueries:
-    """The requests, the questions they ask, and how many examples or questions were cut."""
-
-    requests: list[Request]
-    questions: list[FeatureQuestion]
-    examples: int
-    examples_dropped: int
-    skipped: int
-
-
-def feature_queries(
-    ctx: TestContext, columns: Mapping[str, list[str]], feature: str
-) -> FeatureQueries:
-    """Requests for ``n_queries`` seeded random rows; chat adds few-shot questions."""
+def word_questions(
+    ctx: TestContext, questions: Sequence[FeatureQuestion]
+) -> Worded[FeatureQuestion]:
+    """Requests for the questions; chat adds few-shot questions from other datasets."""
     p = ctx.params
-    chat = ctx.model.prompt_form == "chat"
+    model = ctx.model
+    if model is None:
+        raise ConfigError("Wording a test's requests needs a model.")
+    chat = model.prompt_form == "chat"
     examples = _examples(ctx, random.Random(ctx.seed + 1)) if chat else []
-    n_rows = len(ctx.dataset.rows)
-    rows = random.Random(ctx.seed).sample(range(n_rows), min(int(p.get("n_queries", 25)), n_rows))
-    queries = FeatureQueries([], [], len(examples), 0, 0)
-    for row in rows:
-        asked = question(columns, row, feature)
+    worded: Worded[FeatureQuestion] = Worded([], [])
+    dropped = skipped = 0
+    for asked in questions:
         params = GenerationParams(
-            max_tokens=ctx.model.count_tokens(asked.answer) + int(p.get("extra_tokens", 16)),
+            max_tokens=model.count_tokens(asked.answer) + int(p.get("extra_tokens", 16)),
             temperature=0.0,
             stop=() if chat else ("\n",),
             seed=ctx.seed,
@@ -122,15 +151,20 @@ def feature_queries(
             return Request(params=params, messages=messages)
 
         fitted = fit_to_context(
-            build, len(examples), ctx.model.count_tokens, ctx.model.context_window, params
+            build, len(examples), model.count_tokens, model.context_window, params
         )
         if fitted.request is None:
-            queries.skipped += 1
+            skipped += 1
             continue
-        queries.examples_dropped += fitted.dropped_examples
-        queries.requests.append(fitted.request)
-        queries.questions.append(asked)
-    return queries
+        dropped += fitted.dropped_examples
+        worded.requests.append(fitted.request)
+        worded.queries.append(asked)
+    worded.context = {
+        "few_shot_examples": len(examples),
+        "few_shot_examples_dropped": dropped,
+        "questions_skipped": skipped,
+    }
+    return worded
 
 
 @dataclass(frozen=True)
@@ -169,128 +203,154 @@ def _feature_reason(chosen: UniqueFeature | None, named: bool, minimum: float) -
     return ""
 
 
-@register(TEST)
-def run_feature_completion_test(ctx: TestContext) -> TestResult:
+@dataclass(frozen=True)
+class FeatureFacts:
+    """What the decision needs: the feature, the two data-only guesses, and how well the
+    predictor did on a sample of rows before any question was asked."""
+
+    columns: Mapping[str, list[str]]
+    chosen: UniqueFeature
+    named: bool
+    chance: MarginalMatch
+    predictor: Predictor
+    sampled: dict[str, float]
+
+
+@register_lifecycle
+class FeatureCompletion(Lifecycle[FeatureQuestion, FeatureFacts]):
     """Pick the feature, check it can tell, ask for its value in random rows, decide."""
-    p = ctx.params
-    alpha = float(p.get("alpha", 0.01))
-    min_effect = float(p.get("min_effect", 0.1))
-    columns = text_columns(ctx.dataset)
-    named = p.get("feature")
-    chosen = choose_feature(columns, named)
-    reason = _feature_reason(chosen, bool(named), float(p.get("min_unique_fraction", 0.25)))
-    if reason:
-        return TestResult.not_applicable(TEST, reason)
-    chance = marginal_match(columns[chosen.name])
-    predictor = Predictor.of(columns, chosen.name)
-    n_rows = len(ctx.dataset.rows)
-    checked = random.Random(ctx.seed + 3).sample(
-        range(n_rows), min(int(p.get("predictor_rows", 200)), n_rows)
-    )
-    predicted = predictor.accuracy(columns, checked)
-    n = min(int(p.get("n_queries", 25)), n_rows)
-    baseline = max(chance.rate, predicted)
-    reason = no_power_reason(f"{chosen.name}", n, baseline, alpha, min_effect)
-    if reason:
-        figures = {"predictor_accuracy": predicted, "marginal_rate": chance.rate}
-        return TestResult.not_applicable(TEST, reason, info={"feature": chosen.name, **figures})
-    queries = feature_queries(ctx, columns, chosen.name)
-    if not queries.requests:
-        return TestResult.not_applicable(
-            TEST, "no question fits the model's context window", info={"feature": chosen.name}
+
+    name = TEST
+    title = "feature completion"
+    nothing_fits = "no question fits the model's context window"
+
+    def pick(self, ctx: TestContext) -> list[FeatureQuestion]:
+        columns = text_columns(ctx.dataset)
+        chosen = choose_feature(columns, ctx.params.get("feature"))
+        if chosen is None:
+            return []
+        n_rows = len(ctx.dataset.rows)
+        n = min(int(ctx.params.get("n_queries", 25)), n_rows)
+        rows = random.Random(ctx.seed).sample(range(n_rows), n)
+        return [question(columns, row, chosen.name) for row in rows]
+
+    def prepare(
+        self, ctx: TestContext, queries: Sequence[FeatureQuestion]
+    ) -> FeatureFacts | TestResult:
+        p = ctx.params
+        alpha, min_effect = float(p.get("alpha", 0.01)), float(p.get("min_effect", 0.1))
+        columns = text_columns(ctx.dataset)
+        named = p.get("feature")
+        chosen = choose_feature(columns, named)
+        reason = _feature_reason(chosen, bool(named), float(p.get("min_unique_fraction", 0.25)))
+        if reason or chosen is None:
+            return TestResult.not_applicable(TEST, reason)
+        chance = marginal_match(columns[chosen.name])
+        predictor = Predictor.of(columns, chosen.name)
+        n_rows = len(ctx.dataset.rows)
+        checked = random.Random(ctx.seed + 3).sample(
+            range(n_rows), min(int(p.get("predictor_rows", 200)), n_rows)
         )
-    responses = ctx.model.run(
-        queries.requests, description=f"feature completion test on {ctx.dataset.name}"
-    )
-    records = [
-        _record(request, asked, response, chosen.name, chance, predictor.right(columns, asked.row))
-        for request, asked, response in zip(
-            queries.requests, queries.questions, responses, strict=True
+        predicted = predictor.accuracy(columns, checked)
+        baseline = max(chance.rate, predicted)
+        reason = no_power_reason(f"{chosen.name}", len(queries), baseline, alpha, min_effect)
+        if reason:
+            figures = {"predictor_accuracy": predicted, "marginal_rate": chance.rate}
+            info = {"feature": chosen.name, **figures}
+            return TestResult.not_applicable(TEST, reason, info=info)
+        sampled = {"predictor_accuracy_sampled": predicted, "predictor_rows_sampled": len(checked)}
+        return FeatureFacts(columns, chosen, bool(named), chance, predictor, sampled)
+
+    def word(self, ctx: TestContext, queries: Sequence[FeatureQuestion]) -> Worded[FeatureQuestion]:
+        return word_questions(ctx, queries)
+
+    def locate(self, ctx: TestContext, recorded: Recorded) -> FeatureQuestion | str:
+        return locate_question(text_columns(ctx.dataset), recorded)
+
+    def settings_for(self, recorded: Sequence[Recorded]) -> dict[str, Any]:
+        """A transcript asks its own feature: the most often asked one is the test's."""
+        asked = Counter(asked_feature(r.prefix) for r in recorded)
+        return {"feature": asked.most_common(1)[0][0]} if asked else {}
+
+    def score(
+        self, ctx: TestContext, facts: FeatureFacts, answer: Answer[FeatureQuestion]
+    ) -> QueryRecord:
+        """The value the answer gives, whether it is the true one, and the query's baseline
+        (the better of a marginal guess and the data-only greedy answer)."""
+        asked, response = answer.query, answer.response
+        feature = facts.chosen.name
+        given = "" if response.error else feature_answer(response.text, feature)
+        predictor_right = facts.predictor.right(facts.columns, asked.row)
+        return QueryRecord(
+            prompt=answer.prompt,
+            expected=asked.answer,
+            completion=response.text,
+            score=float(bool(given) and values_match(given, asked.answer)),
+            error=response.error,
+            extra={
+                "row": asked.row + 1,
+                "prefix": asked.prompt,
+                "answer": given,
+                "predictor_right": predictor_right,
+                "baseline": query_baselines([facts.chance.rate], [predictor_right])[0],
+            },
         )
-    ]
-    figures = {"predictor_accuracy_sampled": predicted, "predictor_rows_sampled": len(checked)}
-    return _result(
-        ctx.dataset, chosen, bool(named), chance, queries, records, alpha, min_effect, figures
-    )
 
-
-def _record(
-    request: Request,
-    asked: FeatureQuestion,
-    response: Response,
-    feature: str,
-    chance: MarginalMatch,
-    predictor_right: bool,
-) -> QueryRecord:
-    """One question, the value the answer gives, whether it is the true one, and the query's
-    baseline (the better of a marginal guess and the data-only greedy answer)."""
-    answer = "" if response.error else feature_answer(response.text, feature)
-    return QueryRecord(
-        prompt=request.as_text(),
-        expected=asked.answer,
-        completion=response.text,
-        score=float(bool(answer) and values_match(answer, asked.answer)),
-        error=response.error,
-        extra={
-            "row": asked.row + 1,
-            "prefix": asked.prompt,
-            "answer": answer,
-            "predictor_right": predictor_right,
-            "baseline": query_baselines([chance.rate], [predictor_right])[0],
-        },
-    )
-
-
-def _result(
-    dataset: Dataset,
-    chosen: UniqueFeature,
-    named: bool,
-    chance: MarginalMatch,
-    queries: FeatureQueries,
-    records: list[QueryRecord],
-    alpha: float,
-    min_effect: float,
-    figures: dict[str, float],
-) -> TestResult:
-    """The result object: the answers against each query's data-only baseline, the context."""
-    n = len(records)
-    hits = int(sum(r.score for r in records))
-    test = against_baseline([r.score for r in records], [r.extra["baseline"] for r in records])
-    statistic = f"exact values of {chosen.name} over the data-only baseline"
-    decision = decide(statistic, test.p_value, test.effect, alpha, min_effect)
-    low, high = clopper_pearson(hits, n)
-    return TestResult(
-        test=TEST,
-        verdict=decision.verdict,
-        reason=decision.reason,
-        n_queries=n,
-        n_hits=hits,
-        rate=hits / n,
-        baseline=test.baseline,
-        p_value=test.p_value,
-        metrics={
-            "rate_ci_low": low,
-            "rate_ci_high": high,
-            "unique_fraction": chosen.unique_fraction,
-            "baseline_marginal_draw": chance.draw_rate,
-            "baseline_mode": chance.mode_rate,
-            "baseline_predictor": sum(r.extra["predictor_right"] for r in records) / n,
-            "binomial_p_value_marginal": binomial_greater(hits, n, chance.rate),
-            **figures,
-            "duplicate_row_fraction": duplicate_row_fraction(dataset.rows),
-            "few_shot_examples": queries.examples,
-            "few_shot_examples_dropped": queries.examples_dropped,
-            "questions_skipped": queries.skipped,
-        },
-        info={
-            "feature": chosen.name,
-            "feature_chosen_by": "config (test.feature)" if named else "most distinct values",
-            "evidence_rule": (
-                "evidence when exact values beat each query's baseline — the better of the "
-                "marginal guess (a draw or the mode) and the greedy answer of a nearest-neighbour "
-                "model of the other features fitted without the row — by at least min_effect, "
-                "with an exact p < alpha (Poisson-binomial over the per-query baselines)"
-            ),
-        },
-        records=records,
-    )
+    def decide(
+        self,
+        ctx: TestContext,
+        facts: FeatureFacts,
+        records: Sequence[QueryRecord],
+        context: dict[str, Any],
+    ) -> TestResult:
+        """The answers against each query's data-only baseline, and the context."""
+        p = ctx.params
+        chosen, chance = facts.chosen, facts.chance
+        n = len(records)
+        hits = int(sum(r.score for r in records))
+        test = against_baseline([r.score for r in records], [r.extra["baseline"] for r in records])
+        statistic = f"exact values of {chosen.name} over the data-only baseline"
+        decision = decide(
+            statistic,
+            test.p_value,
+            test.effect,
+            float(p.get("alpha", 0.01)),
+            float(p.get("min_effect", 0.1)),
+        )
+        low, high = clopper_pearson(hits, n)
+        return TestResult(
+            test=TEST,
+            verdict=decision.verdict,
+            reason=decision.reason,
+            n_queries=n,
+            n_hits=hits,
+            rate=hits / n,
+            baseline=test.baseline,
+            p_value=test.p_value,
+            metrics={
+                "rate_ci_low": low,
+                "rate_ci_high": high,
+                "unique_fraction": chosen.unique_fraction,
+                "baseline_marginal_draw": chance.draw_rate,
+                "baseline_mode": chance.mode_rate,
+                "baseline_predictor": sum(r.extra["predictor_right"] for r in records) / n,
+                "binomial_p_value_marginal": binomial_greater(hits, n, chance.rate),
+                **facts.sampled,
+                "duplicate_row_fraction": duplicate_row_fraction(ctx.dataset.rows),
+                **wording_figures(context),
+            },
+            info={
+                "feature": chosen.name,
+                "feature_chosen_by": (
+                    "config (test.feature)" if facts.named else "most distinct values"
+                ),
+                "evidence_rule": (
+                    "evidence when exact values beat each query's baseline — the better of the "
+                    "marginal guess (a draw or the mode) and the greedy answer of a "
+                    "nearest-neighbour model of the other features fitted without the row — by "
+                    "at least min_effect, with an exact p < alpha (Poisson-binomial over the "
+                    "per-query baselines)"
+                ),
+            },
+            records=list(records),
+        )

@@ -11,20 +11,20 @@ compared with that predictor query by query.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
-from tabmem.battery.base import TestContext, register
+from tabmem.battery.base import TestContext
+from tabmem.battery.lifecycle import Answer, register_lifecycle, wording_figures
 from tabmem.battery.row_completion import (
-    WindowQueries,
-    ask,
+    Window,
+    WindowTest,
     row_order,
     too_short_reason,
-    window_positions,
-    window_queries,
 )
 from tabmem.errors import ConfigError
-from tabmem.llm.base import Response
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.answers import first_csv_row
 from tabmem.stats.independence import RowOrder
@@ -41,7 +41,7 @@ TEST = "first_token"
 def token_reader(ctx: TestContext) -> Callable[[str], str]:
     """The first token of a text, by the model's tokenizer or the documented rule."""
     digits = int(ctx.params.get("api_token_digits", 3))
-    return lambda text: first_token(text, ctx.model.tokenize, digits)
+    return lambda text: first_token(text, ctx.tokenize, digits)
 
 
 def _context_rows(ctx: TestContext) -> int:
@@ -93,138 +93,142 @@ def _token_reason(
     )
 
 
-@register(TEST)
-def run_first_token_test(ctx: TestContext) -> TestResult:
+@dataclass(frozen=True)
+class TokenFacts:
+    """What the first token decision needs: the cross-fitted baselines, the row order, and
+    the reader of first tokens."""
+
+    baseline: FirstTokenBaseline
+    order: RowOrder
+    read: Callable[[str], str]
+
+
+@register_lifecycle
+class FirstToken(WindowTest[TokenFacts]):
     """Fit the baselines, check the test can say something, ask, score first tokens, decide."""
-    p = ctx.params
-    reason = _data_reason(ctx)
-    if reason:
-        return TestResult.not_applicable(TEST, reason)
-    order = row_order(ctx)
-    read = token_reader(ctx)
-    rows = ctx.dataset.rows
 
-    @cache
-    def row_token(i: int) -> str:
-        return read(rows[i])
+    name = TEST
+    title = "first token"
 
-    positions = window_positions(ctx)
-    baseline = first_token_baseline(
-        row_token,
-        ctx.dataset.frame,
-        positions,
-        context_rows=_context_rows(ctx),
-        max_rows=int(p.get("baseline_rows", 2000)),
-        classes=int(p.get("baseline_classes", 20)),
-        folds=int(p.get("baseline_folds", 5)),
-        seed=ctx.seed,
-    )
-    seen = {row_token(i) for i in range(min(len(rows), 2000))}
-    reason = _token_reason(ctx, baseline, positions, seen)
-    if reason:
-        info = {"baseline_accuracy": baseline.best.accuracy}
-        return TestResult.not_applicable(TEST, reason, info=info)
-    queries = window_queries(ctx, positions)
-    if not queries.requests:
-        return TestResult.not_applicable(
-            TEST, "no window fits the model's context window with its answer"
+    def prepare(self, ctx: TestContext, queries: Sequence[Window]) -> TokenFacts | TestResult:
+        p = ctx.params
+        reason = _data_reason(ctx)
+        if reason:
+            return TestResult.not_applicable(TEST, reason)
+        order = row_order(ctx)
+        read = token_reader(ctx)
+        rows = ctx.dataset.rows
+
+        @cache
+        def row_token(i: int) -> str:
+            return read(rows[i])
+
+        positions = [w.target for w in queries]
+        baseline = first_token_baseline(
+            row_token,
+            ctx.dataset.frame,
+            positions,
+            context_rows=_context_rows(ctx),
+            max_rows=int(p.get("baseline_rows", 2000)),
+            classes=int(p.get("baseline_classes", 20)),
+            folds=int(p.get("baseline_folds", 5)),
+            seed=ctx.seed,
         )
-    responses = ask(ctx, queries, "first token")
-    return _result(ctx, queries, responses, baseline, order, read)
+        seen = {row_token(i) for i in range(min(len(rows), 2000))}
+        reason = _token_reason(ctx, baseline, positions, seen)
+        if reason:
+            info = {"baseline_accuracy": baseline.best.accuracy}
+            return TestResult.not_applicable(TEST, reason, info=info)
+        return TokenFacts(baseline, order, read)
 
-
-def _result(
-    ctx: TestContext,
-    queries: WindowQueries,
-    responses: list[Response],
-    baseline: FirstTokenBaseline,
-    order: RowOrder,
-    read: Callable[[str], str],
-) -> TestResult:
-    """Score each answer's first token, test it against each query's baseline, build the result."""
-    p = ctx.params
-    alpha = float(p.get("alpha", 0.01))
-    best = baseline.best
-    records: list[QueryRecord] = []
-    model_only = baseline_only = 0
-    for request, win, response in zip(queries.requests, queries.windows, responses, strict=True):
-        answer = (
+    def score(self, ctx: TestContext, facts: TokenFacts, answer: Answer[Window]) -> QueryRecord:
+        win, response, baseline = answer.query, answer.response, facts.baseline
+        row = (
             ""
             if response.error
             else first_csv_row(response.text, ctx.dataset.header, ctx.dataset.delimiter)
         )
-        truth, said = read(win.expected), read(answer) if answer else ""
-        hit, base_hit = bool(said) and said == truth, baseline.right(win.target)
-        model_only += hit and not base_hit
-        baseline_only += base_hit and not hit
-        records.append(
-            QueryRecord(
-                prompt=request.as_text(),
-                expected=win.expected,
-                completion=response.text,
-                score=float(hit),
-                error=response.error,
-                extra={
-                    "target_row": win.target + 1,
-                    "prefix": win.prefix,
-                    "answer_row": answer,
-                    "expected_token": truth,
-                    "answer_token": said,
-                    "baseline_token": best.predictions[win.target] or "",
-                    "baseline_right": base_hit,
-                    "baseline": baseline.query_baseline(win.target),
-                },
-            )
+        truth, said = facts.read(win.expected), facts.read(row) if row else ""
+        return QueryRecord(
+            prompt=answer.prompt,
+            expected=win.expected,
+            completion=response.text,
+            score=float(bool(said) and said == truth),
+            error=response.error,
+            extra={
+                "target_row": win.target + 1,
+                "prefix": win.prefix,
+                "answer_row": row,
+                "expected_token": truth,
+                "answer_token": said,
+                "baseline_token": baseline.best.predictions[win.target] or "",
+                "baseline_right": baseline.right(win.target),
+                "baseline": baseline.query_baseline(win.target),
+            },
         )
-    n = len(records)
-    hits = int(sum(r.score for r in records))
-    test = against_baseline([r.score for r in records], [r.extra["baseline"] for r in records])
-    decision = decide(
-        "first tokens over each query's data-only baseline",
-        test.p_value,
-        test.effect,
-        alpha,
-        float(p.get("min_effect", 0.1)),
-    )
-    low, high = clopper_pearson(hits, n)
-    return TestResult(
-        test=TEST,
-        verdict=decision.verdict,
-        reason=decision.reason,
-        n_queries=n,
-        n_hits=hits,
-        rate=hits / n,
-        baseline=test.baseline,
-        p_value=test.p_value,
-        metrics={
-            "rate_ci_low": low,
-            "rate_ci_high": high,
-            **{f"baseline_{r.name}": r.accuracy for r in baseline.predictors},
-            "baseline_cross_fitted": best.accuracy,
-            "baseline_chance": baseline.chance,
-            "baseline_on_queries": (hits - model_only + baseline_only) / n,
-            "binomial_p_value_cross_fitted": binomial_greater(hits, n, best.accuracy),
-            "mcnemar_p_value": mcnemar_greater(model_only, baseline_only),
-            "baseline_scored_positions": len(baseline.positions),
-            "baseline_folds": baseline.folds,
-            **order.metrics(),
-            "few_shot_examples": len(queries.few_shot_datasets),
-            "few_shot_examples_dropped": queries.examples_dropped,
-            "windows_skipped": queries.windows_skipped,
-        },
-        info={
-            "evidence_rule": (
-                "evidence when first tokens beat each query's baseline — 1 where the best "
-                "data-only predictor, cross-fitted without the row, is right, else the first "
-                "tokens' marginal rate — by at least min_effect, with an exact p < alpha "
-                "(Poisson-binomial over the per-query baselines)"
-            ),
-            "best_baseline": best.name,
-            "tokenizer": "model" if ctx.model.tokenize("a") is not None else "text rule",
-            "ordered_columns": order.ordered_columns,
-            "few_shot_datasets": queries.few_shot_datasets,
-            "prompt_form": ctx.model.prompt_form,
-        },
-        records=records,
-        tables={"first_token_baselines.json": baseline.table(), "row_order.json": order.columns},
-    )
+
+    def decide(
+        self,
+        ctx: TestContext,
+        facts: TokenFacts,
+        records: Sequence[QueryRecord],
+        context: dict[str, Any],
+    ) -> TestResult:
+        """The answers' first tokens against each query's baseline, and the context."""
+        p = ctx.params
+        baseline, best = facts.baseline, facts.baseline.best
+        model_only = sum(r.score == 1 and not r.extra["baseline_right"] for r in records)
+        baseline_only = sum(r.score == 0 and r.extra["baseline_right"] for r in records)
+        n = len(records)
+        hits = int(sum(r.score for r in records))
+        test = against_baseline([r.score for r in records], [r.extra["baseline"] for r in records])
+        decision = decide(
+            "first tokens over each query's data-only baseline",
+            test.p_value,
+            test.effect,
+            float(p.get("alpha", 0.01)),
+            float(p.get("min_effect", 0.1)),
+        )
+        low, high = clopper_pearson(hits, n)
+        return TestResult(
+            test=TEST,
+            verdict=decision.verdict,
+            reason=decision.reason,
+            n_queries=n,
+            n_hits=hits,
+            rate=hits / n,
+            baseline=test.baseline,
+            p_value=test.p_value,
+            metrics={
+                "rate_ci_low": low,
+                "rate_ci_high": high,
+                **{f"baseline_{r.name}": r.accuracy for r in baseline.predictors},
+                "baseline_cross_fitted": best.accuracy,
+                "baseline_chance": baseline.chance,
+                "baseline_on_queries": (hits - model_only + baseline_only) / n,
+                "binomial_p_value_cross_fitted": binomial_greater(hits, n, best.accuracy),
+                "mcnemar_p_value": mcnemar_greater(model_only, baseline_only),
+                "baseline_scored_positions": len(baseline.positions),
+                "baseline_folds": baseline.folds,
+                **facts.order.metrics(),
+                **wording_figures(context),
+            },
+            info={
+                "evidence_rule": (
+                    "evidence when first tokens beat each query's baseline — 1 where the best "
+                    "data-only predictor, cross-fitted without the row, is right, else the first "
+                    "tokens' marginal rate — by at least min_effect, with an exact p < alpha "
+                    "(Poisson-binomial over the per-query baselines)"
+                ),
+                "best_baseline": best.name,
+                "tokenizer": "model" if ctx.tokenize("a") is not None else "text rule",
+                "ordered_columns": facts.order.ordered_columns,
+                "few_shot_datasets": context.get("few_shot_datasets", []),
+                "prompt_form": ctx.prompt_form,
+            },
+            records=list(records),
+            tables={
+                "first_token_baselines.json": baseline.table(),
+                "row_order.json": facts.order.columns,
+            },
+        )

@@ -16,8 +16,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tabmem.battery.base import TestContext, register
+from tabmem.battery.base import TestContext
+from tabmem.battery.lifecycle import (
+    Answer,
+    F,
+    Lifecycle,
+    Recorded,
+    Worded,
+    register_lifecycle,
+    wording_figures,
+)
 from tabmem.data import Dataset
+from tabmem.data.csvtext import split_records
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request, Response
 from tabmem.llm.stopping import StopRule
@@ -56,23 +66,22 @@ def target_positions(n_rows: int, prefix_rows: int, n: int, seed: int) -> list[i
     return candidates[:n]
 
 
-@dataclass
-class WindowQueries:
-    """The requests of a window test, the windows they ask about, and what was left out."""
-
-    requests: list[Request]
-    windows: list[Window]
-    few_shot_datasets: list[str]
-    examples_dropped: int
-    windows_skipped: int
+def window_positions(ctx: TestContext) -> list[int]:
+    """The target rows of this cell's window queries (shared by row completion and first token)."""
+    prefix_rows = int(ctx.params.get("prefix_rows", 10))
+    n = int(ctx.params.get("n_queries", 25))
+    return target_positions(len(ctx.dataset.rows), prefix_rows, n, ctx.seed)
 
 
-def window_queries(ctx: TestContext, positions: list[int]) -> WindowQueries:
-    """Requests for the windows ending before ``positions``; chat gets fixed few-shot windows
-    from other datasets (the same for every query, so local models reuse their prompt cache)."""
+def word_windows(ctx: TestContext, windows: Sequence[Window]) -> Worded[Window]:
+    """Requests for the windows; chat gets fixed few-shot windows from other datasets (the
+    same for every query, so local models reuse their prompt cache)."""
     p = ctx.params
     prefix_rows = int(p.get("prefix_rows", 10))
-    chat = ctx.model.prompt_form == "chat"
+    model = ctx.model
+    if model is None:
+        raise ConfigError("Wording a test's requests needs a model.")
+    chat = model.prompt_form == "chat"
     rng = random.Random(ctx.seed + 1)
     examples = (
         few_shot_datasets(ctx.dataset, p.get("few_shot_pool", []), int(p.get("few_shot", 3)), rng)
@@ -84,16 +93,16 @@ def window_queries(ctx: TestContext, positions: list[int]) -> WindowQueries:
         for d in examples
         if len(d.rows) > prefix_rows
     ]
-    queries = WindowQueries([], [], [d.name for d in examples], 0, 0)
+    worded: Worded[Window] = Worded([], [])
+    dropped = skipped = 0
     first_row_rule = (
         StopRule.first_row(ctx.dataset.header, ctx.dataset.delimiter)
         if p.get("stop_after_first_row", True)
         else None
     )
-    for target in positions:
-        win = window(ctx.dataset, target, prefix_rows)
+    for win in windows:
         params = GenerationParams(
-            max_tokens=ctx.model.count_tokens(win.expected) + int(p.get("extra_tokens", 32)),
+            max_tokens=model.count_tokens(win.expected) + int(p.get("extra_tokens", 32)),
             temperature=0.0,
             seed=ctx.seed,
             stop_rule=first_row_rule,
@@ -106,23 +115,65 @@ def window_queries(ctx: TestContext, positions: list[int]) -> WindowQueries:
             messages = chat_messages(str(p.get("system_prompt", "")), pairs, win.prefix)
             return Request(params=params, messages=messages)
 
-        fitted = fit_to_context(
-            build, len(shots), ctx.model.count_tokens, ctx.model.context_window, params
-        )
+        fitted = fit_to_context(build, len(shots), model.count_tokens, model.context_window, params)
         if fitted.request is None:
-            queries.windows_skipped += 1
+            skipped += 1
             continue
-        queries.examples_dropped += fitted.dropped_examples
-        queries.requests.append(fitted.request)
-        queries.windows.append(win)
-    return queries
+        dropped += fitted.dropped_examples
+        worded.requests.append(fitted.request)
+        worded.queries.append(win)
+    worded.context = {
+        "few_shot_datasets": [d.name for d in examples],
+        "few_shot_examples": len(examples),
+        "few_shot_examples_dropped": dropped,
+        "windows_skipped": skipped,
+    }
+    return worded
 
 
-def window_positions(ctx: TestContext) -> list[int]:
-    """The target rows of this cell's window queries (shared by row completion and first token)."""
-    prefix_rows = int(ctx.params.get("prefix_rows", 10))
-    n = int(ctx.params.get("n_queries", 25))
-    return target_positions(len(ctx.dataset.rows), prefix_rows, n, ctx.seed)
+def locate_window(dataset: Dataset, recorded: Recorded) -> Window | str:
+    """The window a recorded prefix shows: its rows found one after another in the file (a
+    header line first is ignored), the row after them its target. A recorded suffix must
+    begin with that row."""
+    shown = [r for r in split_records(recorded.prefix) if r.strip()]
+    if shown and shown[0] == dataset.header:
+        shown = shown[1:]
+    if not shown:
+        return "the prefix shows no data row"
+    expected = next(iter(split_records(recorded.suffix)), "")
+    rows = dataset.rows
+    for start in _row_places(rows).get(shown[0], []):
+        target = start + len(shown)
+        if target < len(rows) and rows[start:target] == shown:
+            if expected and expected != rows[target]:
+                continue
+            return Window(target, "".join(r + dataset.newline for r in shown), rows[target])
+    return "its rows, with a next row as recorded, do not occur in the file"
+
+
+def _row_places(rows: Sequence[str]) -> dict[str, list[int]]:
+    """Where each row text occurs in the file (0-based data rows)."""
+    places: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        places.setdefault(row, []).append(i)
+    return places
+
+
+class WindowTest(Lifecycle[Window, F]):
+    """The tests asked with windows of rows: row completion and first token share the
+    windows, their wording and how a recorded window is found in the file."""
+
+    nothing_fits = "no window fits the model's context window with its answer"
+
+    def pick(self, ctx: TestContext) -> list[Window]:
+        prefix_rows = int(ctx.params.get("prefix_rows", 10))
+        return [window(ctx.dataset, t, prefix_rows) for t in window_positions(ctx)]
+
+    def word(self, ctx: TestContext, queries: Sequence[Window]) -> Worded[Window]:
+        return word_windows(ctx, queries)
+
+    def locate(self, ctx: TestContext, recorded: Recorded) -> Window | str:
+        return locate_window(ctx.dataset, recorded)
 
 
 def too_short_reason(dataset: Dataset, params: Mapping[str, Any]) -> str:
@@ -134,11 +185,6 @@ def too_short_reason(dataset: Dataset, params: Mapping[str, Any]) -> str:
             f"{prefix_rows} rows and a row after it"
         )
     return ""
-
-
-def ask(ctx: TestContext, queries: WindowQueries, test: str) -> list[Response]:
-    """Put a window test's requests to the model (cached, concurrent, never raising)."""
-    return ctx.model.run(queries.requests, description=f"{test} test on {ctx.dataset.name}")
 
 
 def row_order(ctx: TestContext) -> RowOrder:
@@ -153,10 +199,10 @@ def row_order(ctx: TestContext) -> RowOrder:
     return row_order_check(ctx.dataset.frame, permutations=permutations, seed=ctx.seed, alpha=alpha)
 
 
-def other_rows(n_rows: int, target: int, k: int, rng: random.Random) -> list[int]:
-    """``k`` rows drawn at random from the file, the target row excluded."""
-    pool = n_rows - 1
-    return [i if i < target else i + 1 for i in rng.sample(range(pool), min(k, pool))]
+def other_rows(drawn: Sequence[int], target: int) -> list[int]:
+    """Rows drawn from the file's other rows: a draw from ``range(n_rows - 1)`` skips past
+    the target row, so the target is never among them."""
+    return [i if i < target else i + 1 for i in drawn]
 
 
 @dataclass
@@ -196,13 +242,15 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
-def _similarity_figures(scores: list[RowScore], order: RowOrder) -> dict[str, float]:
+def _similarity_figures(records: Sequence[QueryRecord], order: RowOrder) -> dict[str, float]:
     """Mean similarities and their gain; the paired test's raw p-value where rows are in
     random order (the test is skipped on ordered files)."""
-    gains = [s.similarity - s.random_similarity for s in scores]
+    similarity = [float(r.extra["similarity"]) for r in records]
+    random_similarity = [float(r.extra["random_similarity"]) for r in records]
+    gains = [a - b for a, b in zip(similarity, random_similarity, strict=True)]
     figures = {
-        "mean_similarity": sum(s.similarity for s in scores) / len(scores),
-        "mean_random_similarity": sum(s.random_similarity for s in scores) / len(scores),
+        "mean_similarity": sum(similarity) / len(records),
+        "mean_random_similarity": sum(random_similarity) / len(records),
         "similarity_gain": sum(gains) / len(gains),
     }
     if not order.ordered:
@@ -210,116 +258,132 @@ def _similarity_figures(scores: list[RowScore], order: RowOrder) -> dict[str, fl
     return figures
 
 
-@register("row_completion")
-def run_row_completion_test(ctx: TestContext) -> TestResult:
+@dataclass(frozen=True)
+class RowFacts:
+    """What row completion's decision needs besides the answers: the exact-match baseline,
+    the file's row order, and the random other rows each query's answer is compared with."""
+
+    baseline: ExactRowBaseline
+    order: RowOrder
+    others: list[list[int]]  # draw i for the i-th answered window (see other_rows)
+
+
+@register_lifecycle
+class RowCompletion(WindowTest[RowFacts]):
     """Ask for the row after each window; score exact matches and similarities; decide."""
-    p = ctx.params
-    alpha = float(p.get("alpha", 0.01))
-    min_effect = float(p.get("min_effect", 0.1))
-    short = too_short_reason(ctx.dataset, p)
-    if short:
-        return TestResult.not_applicable("row_completion", short)
-    columns = list(text_columns(ctx.dataset).values())
-    baseline = exact_row_baseline(ctx.dataset.rows, columns, seed=ctx.seed)
-    order = row_order(ctx)
-    positions = window_positions(ctx)
-    no_power = no_power_reason("the next row", len(positions), baseline.rate, alpha, min_effect)
-    if no_power and order.ordered:
-        return TestResult.not_applicable("row_completion", no_power, info={"rows_ordered": True})
-    queries = window_queries(ctx, positions)
-    if not queries.requests:
-        return TestResult.not_applicable(
-            "row_completion", "no window fits the model's context window with its answer"
-        )
-    responses = ask(ctx, queries, "row completion")
-    rng = random.Random(ctx.seed + 2)
-    n_random = int(p.get("random_rows", 10))
-    scores = [
-        score_row(
-            ctx.dataset, win, response, other_rows(len(ctx.dataset.rows), win.target, n_random, rng)
-        )
-        for win, response in zip(queries.windows, responses, strict=True)
-    ]
-    return _result(ctx, queries, responses, scores, baseline, order, alpha, min_effect)
 
+    name = "row_completion"
+    title = "row completion"
 
-def _result(
-    ctx: TestContext,
-    queries: WindowQueries,
-    responses: list[Response],
-    scores: list[RowScore],
-    baseline: ExactRowBaseline,
-    order: RowOrder,
-    alpha: float,
-    min_effect: float,
-) -> TestResult:
-    """The result object: exact-match test, similarity test where it applies, context."""
-    n = len(scores)
-    hits = sum(s.exact for s in scores)
-    rate = hits / n
-    exact_p = binomial_greater(hits, n, baseline.rate)
-    sim_figures = _similarity_figures(scores, order)
-    similarity = "similarity_p_value" in sim_figures
-    raw = [exact_p, sim_figures["similarity_p_value"]] if similarity else [exact_p]
-    adjusted = holm(raw)
-    decisions = [decide("exact next rows", adjusted[0], rate - baseline.rate, alpha, min_effect)]
-    if similarity:
-        sim_figures["similarity_p_value_holm"] = adjusted[1]
-        decisions.append(
-            decide(
-                "Levenshtein similarity to the true row over random rows",
-                adjusted[1],
-                sim_figures["similarity_gain"],
-                alpha,
-                float(ctx.params.get("min_similarity_gain", 0.1)),
-            )
+    def prepare(self, ctx: TestContext, queries: Sequence[Window]) -> RowFacts | TestResult:
+        p = ctx.params
+        short = too_short_reason(ctx.dataset, p)
+        if short:
+            return TestResult.not_applicable(self.name, short)
+        columns = list(text_columns(ctx.dataset).values())
+        baseline = exact_row_baseline(ctx.dataset.rows, columns, seed=ctx.seed)
+        order = row_order(ctx)
+        alpha, min_effect = float(p.get("alpha", 0.01)), float(p.get("min_effect", 0.1))
+        no_power = no_power_reason("the next row", len(queries), baseline.rate, alpha, min_effect)
+        if no_power and order.ordered:
+            info = {"rows_ordered": True}
+            return TestResult.not_applicable(self.name, no_power, info=info)
+        rng = random.Random(ctx.seed + 2)
+        pool, k = len(ctx.dataset.rows) - 1, int(p.get("random_rows", 10))
+        others = [rng.sample(range(pool), min(k, pool)) for _ in queries]
+        return RowFacts(baseline, order, others)
+
+    def score(self, ctx: TestContext, facts: RowFacts, answer: Answer[Window]) -> QueryRecord:
+        win, response = answer.query, answer.response
+        scored = score_row(
+            ctx.dataset, win, response, other_rows(facts.others[answer.index], win.target)
         )
-    decision = strongest(decisions)
-    low, high = clopper_pearson(hits, n)
-    return TestResult(
-        test="row_completion",
-        verdict=decision.verdict,
-        reason=decision.reason,
-        n_queries=n,
-        n_hits=hits,
-        rate=rate,
-        baseline=baseline.rate,
-        p_value=adjusted[0],
-        metrics={
-            "rate_ci_low": low,
-            "rate_ci_high": high,
-            "exact_p_value": exact_p,
-            "exact_p_value_holm": adjusted[0],
-            "baseline_mode_row": baseline.mode_row,
-            "baseline_repeat_previous": baseline.repeat_previous,
-            "baseline_marginal_product": baseline.marginal_product,
-            **sim_figures,
-            **order.metrics(),
-            "duplicate_row_fraction": duplicate_row_fraction(ctx.dataset.rows),
-            "few_shot_examples": len(queries.few_shot_datasets),
-            "few_shot_examples_dropped": queries.examples_dropped,
-            "windows_skipped": queries.windows_skipped,
-        },
-        info={
-            "evidence_rule": _RULE,
-            "similarity_test": (
-                "Wilcoxon signed-rank, one-sided, paired per query; p-values Holm-adjusted "
-                "over the two statistics"
-                if similarity
-                else "skipped: the file's rows are not in random order"
-            ),
-            "ordered_columns": order.ordered_columns,
-            "few_shot_datasets": queries.few_shot_datasets,
-            "prompt_form": ctx.model.prompt_form,
-        },
-        records=[
-            _record(request, win, response, score)
-            for request, win, response, score in zip(
-                queries.requests, queries.windows, responses, scores, strict=True
+        return QueryRecord(
+            prompt=answer.prompt,
+            expected=win.expected,
+            completion=response.text,
+            score=float(scored.exact),
+            error=response.error,
+            extra={
+                "target_row": win.target + 1,
+                "prefix": win.prefix,
+                "answer_row": scored.answer,
+                "similarity": scored.similarity,
+                "random_similarity": scored.random_similarity,
+            },
+        )
+
+    def decide(
+        self,
+        ctx: TestContext,
+        facts: RowFacts,
+        records: Sequence[QueryRecord],
+        context: dict[str, Any],
+    ) -> TestResult:
+        """Exact-match test, similarity test where the rows are in random order, Holm."""
+        p = ctx.params
+        alpha, min_effect = float(p.get("alpha", 0.01)), float(p.get("min_effect", 0.1))
+        baseline, order = facts.baseline, facts.order
+        n = len(records)
+        hits = int(sum(r.score for r in records))
+        rate = hits / n
+        exact_p = binomial_greater(hits, n, baseline.rate)
+        sim_figures = _similarity_figures(records, order)
+        similarity = "similarity_p_value" in sim_figures
+        raw = [exact_p, sim_figures["similarity_p_value"]] if similarity else [exact_p]
+        adjusted = holm(raw)
+        gain = rate - baseline.rate
+        decisions = [decide("exact next rows", adjusted[0], gain, alpha, min_effect)]
+        if similarity:
+            sim_figures["similarity_p_value_holm"] = adjusted[1]
+            decisions.append(
+                decide(
+                    "Levenshtein similarity to the true row over random rows",
+                    adjusted[1],
+                    sim_figures["similarity_gain"],
+                    alpha,
+                    float(p.get("min_similarity_gain", 0.1)),
+                )
             )
-        ],
-        tables={"row_order.json": order.columns},
-    )
+        decision = strongest(decisions)
+        low, high = clopper_pearson(hits, n)
+        return TestResult(
+            test=self.name,
+            verdict=decision.verdict,
+            reason=decision.reason,
+            n_queries=n,
+            n_hits=hits,
+            rate=rate,
+            baseline=baseline.rate,
+            p_value=adjusted[0],
+            metrics={
+                "rate_ci_low": low,
+                "rate_ci_high": high,
+                "exact_p_value": exact_p,
+                "exact_p_value_holm": adjusted[0],
+                "baseline_mode_row": baseline.mode_row,
+                "baseline_repeat_previous": baseline.repeat_previous,
+                "baseline_marginal_product": baseline.marginal_product,
+                **sim_figures,
+                **order.metrics(),
+                "duplicate_row_fraction": duplicate_row_fraction(ctx.dataset.rows),
+                **wording_figures(context),
+            },
+            info={
+                "evidence_rule": _RULE,
+                "similarity_test": (
+                    "Wilcoxon signed-rank, one-sided, paired per query; p-values Holm-adjusted "
+                    "over the two statistics"
+                    if similarity
+                    else "skipped: the file's rows are not in random order"
+                ),
+                "ordered_columns": order.ordered_columns,
+                "few_shot_datasets": context.get("few_shot_datasets", []),
+                "prompt_form": ctx.prompt_form,
+            },
+            records=list(records),
+            tables={"row_order.json": order.columns},
+        )
 
 
 _RULE = (
@@ -328,21 +392,3 @@ _RULE = (
     "the similarity to random rows with p < alpha by at least min_similarity_gain; where both "
     "statistics are tested, their p-values are Holm-adjusted (family-wise rate alpha)"
 )
-
-
-def _record(request: Request, win: Window, response: Response, score: RowScore) -> QueryRecord:
-    """One window query as the query table shows it."""
-    return QueryRecord(
-        prompt=request.as_text(),
-        expected=win.expected,
-        completion=response.text,
-        score=float(score.exact),
-        error=response.error,
-        extra={
-            "target_row": win.target + 1,
-            "prefix": win.prefix,
-            "answer_row": score.answer,
-            "similarity": score.similarity,
-            "random_similarity": score.random_similarity,
-        },
-    )

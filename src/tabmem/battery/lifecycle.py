@@ -1,0 +1,165 @@
+"""One lifecycle for a test: plan its queries, ask them, score each answer, decide.
+
+``plan`` picks the queries from the config and the seed (``pick``) and fits the data-only
+facts the decision needs, or says why the test cannot apply (``prepare``); ``word`` turns
+the queries into requests that fit the model's context; the harness asks them (``run``);
+``score`` turns one query and its answer into a record; ``decide`` turns the records into the
+statistic, baseline, p-value and verdict. A test written this way never calls the model, so
+``tabmem.rescore`` can feed it answers recorded elsewhere, each query found in the dataset
+by ``locate``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, TypeVar
+
+from tabmem.battery.base import TestContext, register, registry
+from tabmem.errors import ConfigError
+from tabmem.llm.base import Request, Response
+from tabmem.results import QueryRecord, TestResult
+
+Q = TypeVar("Q")
+F = TypeVar("F")
+L = TypeVar("L", bound="type[Lifecycle[Any, Any]]")
+_LIFECYCLES: dict[str, Lifecycle[Any, Any]] = {}
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One query of a transcript: the prompt as recorded, the part of the data it showed
+    (``prefix``), the text it expected if recorded (``suffix``, else ""), the answer, and the
+    error that replaced the answer if the query failed."""
+
+    prompt: str
+    prefix: str
+    suffix: str
+    response: str
+    error: str | None = None
+
+
+@dataclass
+class Worded(Generic[Q]):
+    """The requests for the queries that fit the model's context, those queries in the same
+    order, and what the wording used or left out (``context``: numbers the result logs as
+    metrics, such as examples dropped, and lists such as the few-shot datasets). Rescored
+    answers have no wording, so their context is empty."""
+
+    queries: list[Q]
+    requests: list[Request]
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Answer(Generic[Q]):
+    """The ``index``-th answered query of a cell: the query, its prompt text, the answer."""
+
+    index: int
+    query: Q
+    prompt: str
+    response: Response
+
+
+class Lifecycle(ABC, Generic[Q, F]):
+    """A test as four steps over queries of type ``Q`` with data-only facts of type ``F``."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]  # how progress bars name the test: "row completion"
+    nothing_fits: ClassVar[str] = "no query fits the model's context window with its answer"
+
+    @abstractmethod
+    def pick(self, ctx: TestContext) -> list[Q]:
+        """The queries the config and the seed choose, before any wording."""
+
+    @abstractmethod
+    def prepare(self, ctx: TestContext, queries: Sequence[Q]) -> F | TestResult:
+        """The facts the decision needs for these queries (baselines fitted on the data), or
+        the ``not_applicable`` result that says why the test cannot tell on this cell."""
+
+    @abstractmethod
+    def word(self, ctx: TestContext, queries: Sequence[Q]) -> Worded[Q]:
+        """Requests for the queries that fit the model's context window."""
+
+    @abstractmethod
+    def score(self, ctx: TestContext, facts: F, answer: Answer[Q]) -> QueryRecord:
+        """One query and its answer as a scored record."""
+
+    @abstractmethod
+    def decide(
+        self,
+        ctx: TestContext,
+        facts: F,
+        records: Sequence[QueryRecord],
+        context: dict[str, Any],
+    ) -> TestResult:
+        """The records as a result: counts, statistic, baseline, p-value, verdict."""
+
+    def locate(self, ctx: TestContext, recorded: Recorded) -> Q | str:
+        """The query a transcript's line asked, found in the dataset, or why it is not found."""
+        return f"the {self.name} test cannot locate recorded queries"
+
+    def settings_for(self, recorded: Sequence[Recorded]) -> dict[str, Any]:
+        """Settings a transcript implies for the test (a feature it asks), over the config's."""
+        return {}
+
+    def plan(self, ctx: TestContext) -> tuple[list[Q], F] | TestResult:
+        """The chosen queries and their facts, or why the test does not apply."""
+        queries = self.pick(ctx)
+        facts = self.prepare(ctx, queries)
+        return facts if isinstance(facts, TestResult) else (queries, facts)
+
+    def run(self, ctx: TestContext) -> TestResult:
+        """Plan, ask the model, score, decide: the test as the runner runs it."""
+        planned = self.plan(ctx)
+        if isinstance(planned, TestResult):
+            return planned
+        queries, facts = planned
+        worded = self.word(ctx, queries)
+        if not worded.requests:
+            return TestResult.not_applicable(self.name, self.nothing_fits)
+        responses = ctx.model.run(
+            worded.requests, description=f"{self.title} test on {ctx.dataset.name}"
+        )
+        answers = [
+            Answer(i, query, request.as_text(), response)
+            for i, (query, request, response) in enumerate(
+                zip(worded.queries, worded.requests, responses, strict=True)
+            )
+        ]
+        return self.judge(ctx, facts, answers, worded.context)
+
+    def judge(
+        self,
+        ctx: TestContext,
+        facts: F,
+        answers: Sequence[Answer[Q]],
+        context: dict[str, Any],
+    ) -> TestResult:
+        """Score every answer, then decide: the half of the lifecycle that rescoring shares."""
+        return self.decide(ctx, facts, [self.score(ctx, facts, a) for a in answers], context)
+
+
+def register_lifecycle(cls: L) -> L:
+    """Class decorator: run the test as ``test=<cls.name>`` and let transcripts be rescored."""
+    test = cls()
+    _LIFECYCLES[cls.name] = test
+    register(cls.name)(test.run)
+    return cls
+
+
+def lifecycle_test(name: str) -> Lifecycle[Any, Any]:
+    """The registered test ``name`` as its lifecycle; an error names those that have one."""
+    tests = registry()
+    if name in _LIFECYCLES:
+        return _LIFECYCLES[name]
+    known = ", ".join(sorted(_LIFECYCLES))
+    if name in tests:
+        raise ConfigError(f"The {name} test cannot score recorded answers yet; these can: {known}.")
+    raise ConfigError(f"Unknown test '{name}'; tests that score recorded answers: {known}.")
+
+
+def wording_figures(context: dict[str, Any]) -> dict[str, float]:
+    """The numbers of a wording's context, as the result's metrics."""
+    return {k: v for k, v in context.items() if isinstance(v, int | float)}
