@@ -175,6 +175,13 @@ def test_verdict_rule():
     assert decide(Accuracy(62, 100), 0.6, 0.4, 0.01, 0.05)[0] is Verdict.NO_EVIDENCE
 
 
+def test_large_but_not_significant_is_ambiguous_as_in_every_other_test():
+    """Few rows: 7 of 8 right over a majority rate of 0.5 is a large gap, not significant."""
+    verdict, reason = decide(Accuracy(7, 8), 0.5, 0.035, 0.01, 0.1)
+    assert verdict is Verdict.AMBIGUOUS
+    assert "large but not significant" in reason
+
+
 def test_ifthen_question_and_both_prompt_forms():
     fmt = IfThenFormat()
     question = fmt.ask(["a", "b", "c"], ["1", "", "x"], "t")

@@ -151,6 +151,14 @@ def test_a_constant_answer_is_chance_and_no_evidence():
     assert result.records[0].prompt.startswith("Label the point.\n\nIF X1 = ")
 
 
+def test_few_problems_learnt_well_are_ambiguous_not_no_evidence():
+    """The nearest neighbour on 2 problems per setting: far above chance, too few to tell."""
+    result = run(NearestNeighbour(), n_problems=2)
+    assert result.rate - 0.5 >= 0.05 and result.p_value >= 0.01
+    assert result.verdict is Verdict.AMBIGUOUS
+    assert "large but not significant" in result.reason
+
+
 def test_a_baseline_model_is_fitted_on_each_problem():
     backend = BaselineBackend("logistic-regression", "logistic_regression", {})
     result = run(backend, n_problems=10)

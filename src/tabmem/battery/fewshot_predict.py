@@ -34,6 +34,7 @@ from tabmem.prompts.ifthen import IfThenFormat, ifthen_request
 from tabmem.results import QueryRecord, TestResult, Verdict
 from tabmem.stats.accuracy import Accuracy, p_above
 from tabmem.stats.labels import parse_label
+from tabmem.stats.verdicts import decide as shared_rule
 
 NAME = "fewshot_predict"
 
@@ -230,19 +231,14 @@ def majority_hits(data: PredictionData, blocks: Sequence[Block]) -> int:
 def decide(
     accuracy: Accuracy, baseline: float, p_value: float, alpha: float, min_effect: float
 ) -> tuple[Verdict, str]:
-    """Evidence of predictive skill: significantly and materially above the majority rate."""
-    gap = accuracy.rate - baseline
-    figures = (
-        f"accuracy {accuracy.rate:.3f} vs majority-class rate {baseline:.3f} "
-        f"(p={p_value:.2g}, {accuracy.n} rows)"
+    """Evidence of predictive skill: the shared rule (``stats.verdicts``) on the accuracy's gap
+    over the majority-class rate."""
+    statistic = (
+        f"accuracy {accuracy.rate:.3f} over the majority-class rate {baseline:.3f} "
+        f"({accuracy.n} rows)"
     )
-    if p_value < alpha and gap >= min_effect:
-        return Verdict.EVIDENCE, f"predicts above the majority class: {figures}"
-    if p_value < alpha:
-        return Verdict.AMBIGUOUS, (
-            f"significantly above the majority class, but by less than {min_effect:g}: {figures}"
-        )
-    return Verdict.NO_EVIDENCE, f"not significantly above the majority class: {figures}"
+    decision = shared_rule(statistic, p_value, accuracy.rate - baseline, alpha, min_effect)
+    return decision.verdict, decision.reason
 
 
 def confusion_table(predictions: Sequence[Prediction], classes: Sequence[str]) -> pd.DataFrame:

@@ -27,10 +27,11 @@ from tabmem.llm.base import GenerationParams
 from tabmem.llm.baselines import BaselineBackend, baseline_of
 from tabmem.prompts.fewshot import fit_to_context
 from tabmem.prompts.ifthen import IfThenFormat, ifthen_request
-from tabmem.results import QueryRecord, TestResult, Verdict
+from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.accuracy import Accuracy, p_above
 from tabmem.stats.classifiers import random_search_logistic
 from tabmem.stats.labels import parse_label
+from tabmem.stats.verdicts import decide
 
 NAME = "statistical_learning"
 LABELS = ("0", "1")
@@ -236,20 +237,15 @@ def _result(ctx: TestContext, queries: list[Query], skipped: int) -> TestResult:
     }
     model = overall["model"]
     p_value = p_above(model.correct, model.n, 0.5)
-    figures = f"accuracy {model.rate:.3f} over {model.n} problems (p={p_value:.2g} against 0.5)"
-    if p_value < alpha and model.rate - 0.5 >= min_effect:
-        verdict, reason = Verdict.EVIDENCE, f"learns in context above chance: {figures}"
-    elif p_value < alpha:
-        verdict, reason = Verdict.AMBIGUOUS, f"above chance by less than {min_effect:g}: {figures}"
-    else:
-        verdict, reason = Verdict.NO_EVIDENCE, f"not above chance: {figures}"
+    statistic = f"accuracy {model.rate:.3f} over chance (0.5) on {model.n} problems"
+    decision = decide(statistic, p_value, model.rate - 0.5, alpha, min_effect)
     table = curves(queries)
     low, high = model.interval
     unparseable = sum(1 for q in queries if q.error is None and q.answer is None)
     return TestResult(
         test=NAME,
-        verdict=verdict,
-        reason=reason,
+        verdict=decision.verdict,
+        reason=decision.reason,
         n_queries=model.n,
         n_hits=model.correct,
         rate=model.rate,
