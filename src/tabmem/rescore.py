@@ -7,8 +7,9 @@
 Two layouts are read. ``queries``: a run's query table as this harness logs it
 (``queries.json``, MLflow's table layout). ``published``: the CSV layout in which transcripts
 of the papers' models were published, one file per model, test and dataset, with columns
-``prefix,suffix,response`` (row completion and first token: a window of rows and the row
-after it; feature completion: ``Feature = Value`` lines ending in the asked ``Feature =``).
+``prefix,suffix,response`` (header: the file's beginning cut inside a row; row completion
+and first token: a window of rows and the row after it; feature completion: ``Feature =
+Value`` lines ending in the asked ``Feature =``).
 Each line is located in the dataset; lines that cannot be located are counted and reported,
 never scored. The run is logged like a live cell, tagged ``source=transcript`` with the
 file's sha256, so reports show it beside live runs.
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tabmem.battery.base import TestContext
-from tabmem.battery.lifecycle import Answer, Lifecycle, Recorded, lifecycle_test
+from tabmem.battery.lifecycle import Answer, Recorded, Rescorable, rescorable_test
 from tabmem.errors import ConfigError, DatasetError, TabmemError
 from tabmem.llm.base import Response
 from tabmem.results import TestResult
@@ -112,7 +113,7 @@ def _read_published(path: Path) -> list[Recorded]:
     ]
 
 
-def locate_all(test: Lifecycle[Any, Any], ctx: TestContext, lines: Sequence[Recorded]) -> Located:
+def locate_all(test: Rescorable[Any, Any], ctx: TestContext, lines: Sequence[Recorded]) -> Located:
     """Find every line's query in the dataset; count why the others were not found."""
     located = Located(len(lines), [], Counter())
     for line in lines:
@@ -125,7 +126,7 @@ def locate_all(test: Lifecycle[Any, Any], ctx: TestContext, lines: Sequence[Reco
 
 
 def rescore(
-    test: Lifecycle[Any, Any], ctx: TestContext, lines: Sequence[Recorded]
+    test: Rescorable[Any, Any], ctx: TestContext, lines: Sequence[Recorded]
 ) -> tuple[TestResult, Located]:
     """Locate the lines, fit the test's data-only facts for the located queries, score each
     recorded answer and decide, exactly as a live run scores and decides its own answers."""
@@ -182,7 +183,7 @@ def run_rescore(
     from tabmem.runner import log_result, open_store
     from tabmem.tracking.traces import QueryLog
 
-    test = lifecycle_test(test_name)
+    test = rescorable_test(test_name)
     lines = read_transcript(path, layout or guess_format(path))
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     overrides = [f"outputs_dir={outputs_dir}", f"experiment={experiment}", f"seed={seed}"]

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tabmem.battery.base import TestContext
-from tabmem.battery.header import run_header_test
+from tabmem.battery.header import Header
 from tabmem.data import DatasetSpec, load_dataset
 from tabmem.errors import TabmemError
 from tabmem.llm.client import LanguageModel
@@ -119,7 +119,7 @@ def header_test(dataset, completions: list[str], form: str) -> TestResult:
     model = LanguageModel(CannedBackend(completions), "canned", prompt_form=form)
     model.show_progress = False
     params = {"few_shot": 1, "few_shot_pool": ["iris"], "system_prompt": "Continue."}
-    return run_header_test(TestContext(dataset, model, params, seed=0))
+    return Header().run(TestContext(dataset, model, params, seed=0))
 
 
 @FUZZ

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tabmem.battery.base import TestContext
-from tabmem.battery.header import run_header_test, split_at_row
+from tabmem.battery.header import Header, split_at_row
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
@@ -51,7 +51,7 @@ class TruthBackend:
 def run(truthful, form="completion", rows=None, **params):
     model = LanguageModel(TruthBackend(truthful, rows), "m", prompt_form=form, show_progress=False)
     ctx = TestContext(tiny_dataset(), model, {"few_shot_pool": [], **params}, seed=3)
-    return run_header_test(ctx)
+    return Header().run(ctx)
 
 
 def test_split_cuts_inside_the_row_and_continuation_completes_the_region():

@@ -12,7 +12,8 @@ import pytest
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.feature_completion import question
-from tabmem.battery.lifecycle import Recorded, lifecycle_test
+from tabmem.battery.header import split_at_row
+from tabmem.battery.lifecycle import Recorded, rescorable_test
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.errors import ConfigError, DatasetError
 from tabmem.rescore import read_transcript, rescore
@@ -71,7 +72,7 @@ def test_published_rows_give_exactly_the_known_count_and_evidence(tmp_path, iris
     path = row_transcript(tmp_path, iris, right=9, wrong=11)
     lines = read_transcript(path, "published")
     result, located = rescore(
-        lifecycle_test("row_completion"), context(iris, "row_completion"), lines
+        rescorable_test("row_completion"), context(iris, "row_completion"), lines
     )
     assert (result.n_hits, result.n_queries) == (9, 20)
     assert result.verdict is Verdict.EVIDENCE
@@ -82,7 +83,7 @@ def test_published_rows_give_exactly_the_known_count_and_evidence(tmp_path, iris
 def test_wrong_rows_only_are_no_evidence(tmp_path, iris):
     path = row_transcript(tmp_path, iris, right=0, wrong=20)
     result, _ = rescore(
-        lifecycle_test("row_completion"),
+        rescorable_test("row_completion"),
         context(iris, "row_completion"),
         read_transcript(path, "published"),
     )
@@ -93,7 +94,7 @@ def test_wrong_rows_only_are_no_evidence(tmp_path, iris):
 def test_windows_from_another_file_are_counted_as_not_located(tmp_path, iris):
     path = row_transcript(tmp_path, iris, right=9, wrong=11, foreign=4)
     result, located = rescore(
-        lifecycle_test("row_completion"),
+        rescorable_test("row_completion"),
         context(iris, "row_completion"),
         read_transcript(path, "published"),
     )
@@ -106,7 +107,7 @@ def test_windows_from_another_file_are_counted_as_not_located(tmp_path, iris):
 
 def test_first_token_is_scored_from_row_completion_answers(tmp_path, iris):
     path = row_transcript(tmp_path, iris, right=9, wrong=11)
-    test = lifecycle_test("first_token")
+    test = rescorable_test("first_token")
     ctx = context(iris, "first_token", baseline_min_rows=50, context_rows=3)
     result, _ = rescore(test, ctx, read_transcript(path, "published"))
     truth = [r.extra["expected_token"] == r.extra["answer_token"] for r in result.records]
@@ -122,7 +123,7 @@ def test_a_suffix_that_is_not_the_next_row_is_not_located(tmp_path, iris):
     )
     with pytest.raises(DatasetError, match="None of the 1 lines"):
         rescore(
-            lifecycle_test("row_completion"),
+            rescorable_test("row_completion"),
             context(iris, "row_completion"),
             read_transcript(path, "published"),
         )
@@ -138,7 +139,7 @@ def test_feature_questions_are_located_by_their_values(tmp_path):
         tmp_path / "f.csv", [q.prompt for q in asked], [q.answer for q in asked], responses
     )
     lines = read_transcript(path, "published")
-    test = lifecycle_test("feature_completion")
+    test = rescorable_test("feature_completion")
     ctx = context(adult, "feature_completion", **test.settings_for(lines))
     result, located = rescore(test, ctx, lines)
     assert [q.row for q, _ in located.queries] == rows
@@ -152,9 +153,9 @@ def test_a_missing_column_and_an_unscoring_test_are_one_sentence_errors(tmp_path
     with pytest.raises(DatasetError, match="lacks the column"):
         read_transcript(path, "published")
     with pytest.raises(ConfigError, match="cannot score recorded answers yet"):
-        lifecycle_test("header")
+        rescorable_test("sample")
     with pytest.raises(ConfigError, match="Unknown test 'nope'"):
-        lifecycle_test("nope")
+        rescorable_test("nope")
 
 
 def test_queries_json_keeps_failed_queries_failed(tmp_path, iris):
@@ -167,3 +168,25 @@ def test_queries_json_keeps_failed_queries_failed(tmp_path, iris):
     path.write_text(json.dumps(table))
     (line,) = read_transcript(path, "queries")
     assert line == Recorded("p", windows(iris, [target])[0], iris.rows[target], "", "timed out")
+
+
+def test_header_splits_are_located_from_the_file_beginning(tmp_path, iris):
+    rng = random.Random(0)
+    splits = [split_at_row(iris, row, 12, rng) for row in (2, 4, 6, 8)]
+    responses = [s.continuation if s.row == 4 else "5.0,3.0\n" for s in splits]
+    wine = split_at_row(shipped("wine"), 3, 12, rng)
+    path = published(
+        tmp_path / "h.csv",
+        [s.prefix for s in splits] + [wine.prefix],
+        [s.continuation for s in splits] + [wine.continuation],
+        [*responses, wine.continuation],
+    )
+    result, located = rescore(
+        rescorable_test("header"), context(iris, "header"), read_transcript(path, "published")
+    )
+    assert [q.split.row for q, _ in located.queries] == [2, 4, 6, 8]
+    assert [q.split.continuation for q, _ in located.queries] == [s.continuation for s in splits]
+    assert sum(located.missing.values()) == 1
+    assert result.verdict is Verdict.EVIDENCE
+    assert result.metrics["best_verbatim_rows"] == 12 - 4
+    assert result.n_hits == 1

@@ -22,8 +22,8 @@ from typing import Any
 from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import (
     Answer,
-    Lifecycle,
     Recorded,
+    Rescorable,
     Worded,
     register_lifecycle,
     wording_figures,
@@ -217,7 +217,7 @@ class FeatureFacts:
 
 
 @register_lifecycle
-class FeatureCompletion(Lifecycle[FeatureQuestion, FeatureFacts]):
+class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
     """Pick the feature, check it can tell, ask for its value in random rows, decide."""
 
     name = TEST

@@ -19,10 +19,21 @@ the splits that reach one and two rows are reported whichever rule is chosen.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from tabmem.battery.base import TestContext, register
+from tabmem.battery.base import TestContext
+from tabmem.battery.lifecycle import (
+    Answer,
+    Recorded,
+    Rescorable,
+    Worded,
+    register_lifecycle,
+    wording_figures,
+)
 from tabmem.data import Dataset
+from tabmem.data.csvtext import split_records
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.llm.stopping import StopRule
@@ -89,132 +100,213 @@ def rows_after_cut(rows: int) -> int:
     return max(0, rows - 1)
 
 
-@register("header")
-def run_header_test(ctx: TestContext) -> TestResult:
+@dataclass(frozen=True)
+class HeaderQuery:
+    """One split of the file, the few-shot splits shown before it (chat form), and the
+    datasets the examples were drawn from."""
+
+    split: HeaderSplit
+    shots: tuple[HeaderSplit, ...] = ()
+    example_datasets: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class HeaderFacts:
+    """The rule's name and the rows it needs; the split rows the file is too short for."""
+
+    rule: str
+    needed: int
+    short_rows: tuple[int, ...]
+
+
+@register_lifecycle
+class Header(Rescorable[HeaderQuery, HeaderFacts]):
     """Ask for the continuation at each split; score rows and characters; best split decides."""
-    p = ctx.params
-    rng = random.Random(ctx.seed)
-    n_rows = int(p.get("n_rows", 12))
-    rule = str(p.get("rule", "strict"))
-    needed = evidence_rows(rule)
-    chat = ctx.model.prompt_form == "chat"
-    examples = (
-        few_shot_datasets(ctx.dataset, p.get("few_shot_pool", []), int(p.get("few_shot", 3)), rng)
-        if chat
-        else []
-    )
 
-    def cut_examples(row: int) -> list[HeaderSplit]:
-        return [s for s in (split_at_row(d, row, n_rows, rng) for d in examples) if s]
+    name = "header"
+    title = "header"
 
-    shot_row = p.get("few_shot_row")
-    shared_shots = cut_examples(int(shot_row)) if shot_row is not None else None
-    stop_early = bool(p.get("stop_on_divergence", True))
-
-    requests: list[Request] = []
-    splits: list[HeaderSplit] = []
-    dropped = 0
-    skipped_rows: list[int] = []
-    for row in p.get("split_rows", [2, 4, 6, 8]):
-        split = split_at_row(ctx.dataset, int(row), n_rows, rng)
-        if split is None:
-            skipped_rows.append(int(row))
-            continue
-        shots = shared_shots if shared_shots is not None else cut_examples(int(row))
-        params = GenerationParams(
-            max_tokens=ctx.model.count_tokens(split.continuation) + 16,
-            temperature=0.0,
-            seed=ctx.seed,
-            stop_rule=StopRule.verbatim(split.continuation) if stop_early else None,
-        )
-
-        def build(
-            kept: int, split: HeaderSplit = split, shots: list = shots, params=params
-        ) -> Request:
-            if chat:
-                messages = chat_messages(
-                    str(p.get("system_prompt", "")),
-                    [(s.prefix, s.continuation) for s in shots[:kept]],
-                    split.prefix,
-                )
-                return Request(params=params, messages=messages)
-            return Request(params=params, prompt=split.prefix)
-
-        fitted = fit_to_context(
-            build, len(shots), ctx.model.count_tokens, ctx.model.context_window, params
-        )
-        if fitted.request is None:
-            skipped_rows.append(int(row))
-            continue
-        dropped += fitted.dropped_examples
-        requests.append(fitted.request)
-        splits.append(split)
-
-    responses = ctx.model.run(requests, description=f"header test on {ctx.dataset.name}")
-    records: list[QueryRecord] = []
-    best_rows, best_chars = 0, 0
-    for request, split, response in zip(requests, splits, responses, strict=True):
-        completion = strip_code_fence(response.text)
-        match = verbatim_match(split.continuation, completion, ctx.dataset.newline)
-        after_cut = rows_after_cut(match.rows)
-        best_rows = max(best_rows, after_cut)
-        best_chars = max(best_chars, match.chars)
-        records.append(
-            QueryRecord(
-                prompt=request.as_text(),
-                expected=split.continuation,
-                completion=response.text,
-                score=float(after_cut),
-                error=response.error,
-                extra={
-                    "split_row": split.row,
-                    "prefix": split.prefix,
-                    "verbatim_chars": match.chars,
-                    "verbatim_rows": after_cut,
-                    "cut_row_completed": match.rows >= 1,
-                    "expected_rows": match.expected_rows,
-                },
+    def pick(self, ctx: TestContext) -> list[HeaderQuery]:
+        """The splits, each with its examples: one seeded draw picks the example datasets,
+        cuts the shared examples, then cuts each split (and, per split, its own examples)."""
+        p = ctx.params
+        rng = random.Random(ctx.seed)
+        n_rows = int(p.get("n_rows", 12))
+        examples = (
+            few_shot_datasets(
+                ctx.dataset, p.get("few_shot_pool", []), int(p.get("few_shot", 3)), rng
             )
+            if ctx.prompt_form == "chat"
+            else []
+        )
+        names = tuple(d.name for d in examples)
+
+        def cut_examples(row: int) -> tuple[HeaderSplit, ...]:
+            return tuple(s for s in (split_at_row(d, row, n_rows, rng) for d in examples) if s)
+
+        shot_row = p.get("few_shot_row")
+        shared = cut_examples(int(shot_row)) if shot_row is not None else None
+        queries = []
+        for row in p.get("split_rows", [2, 4, 6, 8]):
+            split = split_at_row(ctx.dataset, int(row), n_rows, rng)
+            if split is not None:
+                shots = shared if shared is not None else cut_examples(int(row))
+                queries.append(HeaderQuery(split, shots, names))
+        return queries
+
+    def prepare(self, ctx: TestContext, queries: Sequence[HeaderQuery]) -> HeaderFacts:
+        rule = str(ctx.params.get("rule", "strict"))
+        n_records = len(ctx.dataset.records)
+        rows = [int(r) for r in ctx.params.get("split_rows", [2, 4, 6, 8])]
+        return HeaderFacts(
+            rule, evidence_rows(rule), tuple(r for r in rows if not 0 < r < n_records)
         )
 
-    if not records:
-        return TestResult.not_applicable(
-            "header",
-            f"no split fits the file and the context window (rows {skipped_rows})",
-            info={"skipped_split_rows": skipped_rows},
-        )
-    verdict, reason = _verdict(best_rows, needed)
-    reaching = {k: sum(r.extra["verbatim_rows"] >= k for r in records) for k in (1, 2)}
-    verdicts = {name: _verdict(best_rows, rows)[0].value for name, rows in RULES.items()}
-    hits = sum(1 for r in records if r.extra["verbatim_rows"] >= needed)
-    return TestResult(
-        test="header",
-        verdict=verdict,
-        reason=reason,
-        n_queries=len(records),
-        n_hits=hits,
-        rate=hits / len(records),
-        metrics={
-            "best_verbatim_rows": best_rows,
-            "best_verbatim_chars": best_chars,
-            "splits_reaching_1_row": reaching[1],
-            "splits_reaching_2_rows": reaching[2],
-            **{f"evidence_{name}": float(v == "evidence") for name, v in verdicts.items()},
-            "few_shot_examples": len(examples),
+    def word(self, ctx: TestContext, queries: Sequence[HeaderQuery]) -> Worded[HeaderQuery]:
+        p = ctx.params
+        model = ctx.model
+        if model is None:
+            raise ConfigError("Wording a test's requests needs a model.")
+        chat = model.prompt_form == "chat"
+        stop_early = bool(p.get("stop_on_divergence", True))
+        worded: Worded[HeaderQuery] = Worded([], [])
+        dropped = 0
+        unfit: list[int] = []
+        for query in queries:
+            split = query.split
+            params = GenerationParams(
+                max_tokens=model.count_tokens(split.continuation) + 16,
+                temperature=0.0,
+                seed=ctx.seed,
+                stop_rule=StopRule.verbatim(split.continuation) if stop_early else None,
+            )
+
+            def build(kept: int, query: HeaderQuery = query, params=params) -> Request:
+                if chat:
+                    messages = chat_messages(
+                        str(p.get("system_prompt", "")),
+                        [(s.prefix, s.continuation) for s in query.shots[:kept]],
+                        query.split.prefix,
+                    )
+                    return Request(params=params, messages=messages)
+                return Request(params=params, prompt=query.split.prefix)
+
+            fitted = fit_to_context(
+                build, len(query.shots), model.count_tokens, model.context_window, params
+            )
+            if fitted.request is None:
+                unfit.append(split.row)
+                continue
+            dropped += fitted.dropped_examples
+            worded.requests.append(fitted.request)
+            worded.queries.append(query)
+        names = list(queries[0].example_datasets) if queries else []
+        worded.context = {
+            "few_shot_datasets": names,
+            "unfit_split_rows": unfit,
+            "few_shot_examples": len(names),
             "few_shot_examples_dropped": dropped,
-            "splits_skipped": len(skipped_rows),
-        },
-        info={
-            "evidence_rule": (
-                f"{rule} rule: best split reproduces >= {needed} whole rows after the cut row "
-                "verbatim"
-            ),
-            "rule": rule,
-            **{f"verdict_{name}": v for name, v in verdicts.items()},
-            "few_shot_datasets": [d.name for d in examples],
-            "prompt_form": ctx.model.prompt_form,
-            "prompt_shortened": dropped > 0 or bool(skipped_rows),
-            "skipped_split_rows": skipped_rows,
-        },
-        records=records,
-    )
+        }
+        return worded
+
+    def unfit(
+        self, ctx: TestContext, facts: HeaderFacts, worded: Worded[HeaderQuery]
+    ) -> TestResult:
+        skipped = _skipped_rows(ctx, facts, worded.context)
+        return TestResult.not_applicable(
+            self.name,
+            f"no split fits the file and the context window (rows {skipped})",
+            info={"skipped_split_rows": skipped},
+        )
+
+    def locate(self, ctx: TestContext, recorded: Recorded) -> HeaderQuery | str:
+        """The split a recorded prefix shows: the file's first characters, cut inside a row."""
+        dataset, prefix = ctx.dataset, recorded.prefix
+        if not prefix or not dataset.text.startswith(prefix):
+            return "the prefix is not the beginning of the file"
+        n_rows = int(ctx.params.get("n_rows", 12))
+        region = dataset.prefix_text(min(n_rows, len(dataset.records) - 1) + 1)
+        if len(prefix) >= len(region):
+            return f"the prefix runs past the first {n_rows} rows the test scores"
+        shown = split_records(prefix)
+        row = len(shown) if prefix.endswith(("\n", "\r")) else len(shown) - 1
+        return HeaderQuery(HeaderSplit(row, prefix, region[len(prefix) :]))
+
+    def score(
+        self, ctx: TestContext, facts: HeaderFacts, answer: Answer[HeaderQuery]
+    ) -> QueryRecord:
+        split, response = answer.query.split, answer.response
+        match = verbatim_match(
+            split.continuation, strip_code_fence(response.text), ctx.dataset.newline
+        )
+        after_cut = rows_after_cut(match.rows)
+        return QueryRecord(
+            prompt=answer.prompt,
+            expected=split.continuation,
+            completion=response.text,
+            score=float(after_cut),
+            error=response.error,
+            extra={
+                "split_row": split.row,
+                "prefix": split.prefix,
+                "verbatim_chars": match.chars,
+                "verbatim_rows": after_cut,
+                "cut_row_completed": match.rows >= 1,
+                "expected_rows": match.expected_rows,
+            },
+        )
+
+    def decide(
+        self,
+        ctx: TestContext,
+        facts: HeaderFacts,
+        records: Sequence[QueryRecord],
+        context: dict[str, Any],
+    ) -> TestResult:
+        """The best split's whole rows after the cut against the rule; both rules reported."""
+        rule, needed = facts.rule, facts.needed
+        best_rows = max(int(r.extra["verbatim_rows"]) for r in records)
+        best_chars = max(int(r.extra["verbatim_chars"]) for r in records)
+        verdict, reason = _verdict(best_rows, needed)
+        reaching = {k: sum(r.extra["verbatim_rows"] >= k for r in records) for k in (1, 2)}
+        verdicts = {name: _verdict(best_rows, rows)[0].value for name, rows in RULES.items()}
+        hits = sum(1 for r in records if r.extra["verbatim_rows"] >= needed)
+        skipped = _skipped_rows(ctx, facts, context)
+        dropped = context.get("few_shot_examples_dropped", 0)
+        return TestResult(
+            test=self.name,
+            verdict=verdict,
+            reason=reason,
+            n_queries=len(records),
+            n_hits=hits,
+            rate=hits / len(records),
+            metrics={
+                "best_verbatim_rows": best_rows,
+                "best_verbatim_chars": best_chars,
+                "splits_reaching_1_row": reaching[1],
+                "splits_reaching_2_rows": reaching[2],
+                **{f"evidence_{name}": float(v == "evidence") for name, v in verdicts.items()},
+                **wording_figures({k: v for k, v in context.items() if k.startswith("few_shot")}),
+                "splits_skipped": len(skipped),
+            },
+            info={
+                "evidence_rule": (
+                    f"{rule} rule: best split reproduces >= {needed} whole rows after the cut "
+                    "row verbatim"
+                ),
+                "rule": rule,
+                **{f"verdict_{name}": v for name, v in verdicts.items()},
+                "few_shot_datasets": context.get("few_shot_datasets", []),
+                "prompt_form": ctx.prompt_form,
+                "prompt_shortened": dropped > 0 or bool(skipped),
+                "skipped_split_rows": skipped,
+            },
+            records=list(records),
+        )
+
+
+def _skipped_rows(ctx: TestContext, facts: HeaderFacts, context: dict[str, Any]) -> list[int]:
+    """The split rows not asked, in config order: the file is too short, or the prompt does
+    not fit the context window."""
+    left_out = {*facts.short_rows, *context.get("unfit_split_rows", [])}
+    return [int(r) for r in ctx.params.get("split_rows", [2, 4, 6, 8]) if int(r) in left_out]

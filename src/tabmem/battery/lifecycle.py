@@ -1,12 +1,13 @@
 """One lifecycle for a test: plan its queries, ask them, score each answer, decide.
 
-``plan`` picks the queries from the config and the seed (``pick``) and fits the data-only
-facts the decision needs, or says why the test cannot apply (``prepare``); ``word`` turns
+``plan`` picks the queries from the config and the seed and fits the data-only facts the
+decision needs, or says why the test cannot apply; ``word`` turns
 the queries into requests that fit the model's context; the harness asks them (``run``);
 ``score`` turns one query and its answer into a record; ``decide`` turns the records into the
-statistic, baseline, p-value and verdict. A test written this way never calls the model, so
-``tabmem.rescore`` can feed it answers recorded elsewhere, each query found in the dataset
-by ``locate``.
+statistic, baseline, p-value and verdict. A test written this way never calls the model. A
+``Rescorable`` test splits its plan into ``pick`` (the queries) and ``prepare`` (the facts
+for any queries), so ``tabmem.rescore`` can feed it answers recorded elsewhere, each query
+found in the dataset by ``locate``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from tabmem.results import QueryRecord, TestResult
 Q = TypeVar("Q")
 F = TypeVar("F")
 L = TypeVar("L", bound="type[Lifecycle[Any, Any]]")
-_LIFECYCLES: dict[str, Lifecycle[Any, Any]] = {}
+_RESCORABLE: dict[str, Rescorable[Any, Any]] = {}
 
 
 @dataclass(frozen=True)
@@ -70,13 +71,10 @@ class Lifecycle(ABC, Generic[Q, F]):
     nothing_fits: ClassVar[str] = "no query fits the model's context window with its answer"
 
     @abstractmethod
-    def pick(self, ctx: TestContext) -> list[Q]:
-        """The queries the config and the seed choose, before any wording."""
-
-    @abstractmethod
-    def prepare(self, ctx: TestContext, queries: Sequence[Q]) -> F | TestResult:
-        """The facts the decision needs for these queries (baselines fitted on the data), or
-        the ``not_applicable`` result that says why the test cannot tell on this cell."""
+    def plan(self, ctx: TestContext) -> tuple[list[Q], F] | TestResult:
+        """The queries the config and the seed choose and the facts the decision needs
+        (baselines fitted on the data), or the ``not_applicable`` result that says why the
+        test cannot tell on this cell."""
 
     @abstractmethod
     def word(self, ctx: TestContext, queries: Sequence[Q]) -> Worded[Q]:
@@ -96,19 +94,9 @@ class Lifecycle(ABC, Generic[Q, F]):
     ) -> TestResult:
         """The records as a result: counts, statistic, baseline, p-value, verdict."""
 
-    def locate(self, ctx: TestContext, recorded: Recorded) -> Q | str:
-        """The query a transcript's line asked, found in the dataset, or why it is not found."""
-        return f"the {self.name} test cannot locate recorded queries"
-
-    def settings_for(self, recorded: Sequence[Recorded]) -> dict[str, Any]:
-        """Settings a transcript implies for the test (a feature it asks), over the config's."""
-        return {}
-
-    def plan(self, ctx: TestContext) -> tuple[list[Q], F] | TestResult:
-        """The chosen queries and their facts, or why the test does not apply."""
-        queries = self.pick(ctx)
-        facts = self.prepare(ctx, queries)
-        return facts if isinstance(facts, TestResult) else (queries, facts)
+    def unfit(self, ctx: TestContext, facts: F, worded: Worded[Q]) -> TestResult:
+        """The result when no query fits the model's context window."""
+        return TestResult.not_applicable(self.name, self.nothing_fits)
 
     def run(self, ctx: TestContext) -> TestResult:
         """Plan, ask the model, score, decide: the test as the runner runs it."""
@@ -118,7 +106,7 @@ class Lifecycle(ABC, Generic[Q, F]):
         queries, facts = planned
         worded = self.word(ctx, queries)
         if not worded.requests:
-            return TestResult.not_applicable(self.name, self.nothing_fits)
+            return self.unfit(ctx, facts, worded)
         responses = ctx.model.run(
             worded.requests, description=f"{self.title} test on {ctx.dataset.name}"
         )
@@ -141,20 +129,49 @@ class Lifecycle(ABC, Generic[Q, F]):
         return self.decide(ctx, facts, [self.score(ctx, facts, a) for a in answers], context)
 
 
+class Rescorable(Lifecycle[Q, F]):
+    """A test whose plan splits into picking queries and fitting facts for any queries, so
+    that queries found in a transcript (``locate``) can be scored and decided as its own."""
+
+    @abstractmethod
+    def pick(self, ctx: TestContext) -> list[Q]:
+        """The queries the config and the seed choose, before any wording."""
+
+    @abstractmethod
+    def prepare(self, ctx: TestContext, queries: Sequence[Q]) -> F | TestResult:
+        """The facts the decision needs for these queries, or why the test cannot tell."""
+
+    @abstractmethod
+    def locate(self, ctx: TestContext, recorded: Recorded) -> Q | str:
+        """The query a transcript's line asked, found in the dataset, or why it is not found."""
+
+    def settings_for(self, recorded: Sequence[Recorded]) -> dict[str, Any]:
+        """Settings a transcript implies for the test (a feature it asks), over the config's."""
+        return {}
+
+    def plan(self, ctx: TestContext) -> tuple[list[Q], F] | TestResult:
+        queries = self.pick(ctx)
+        facts = self.prepare(ctx, queries)
+        return facts if isinstance(facts, TestResult) else (queries, facts)
+
+
 def register_lifecycle(cls: L) -> L:
-    """Class decorator: run the test as ``test=<cls.name>`` and let transcripts be rescored."""
+    """Class decorator: run the test as ``test=<cls.name>`` (and, if it is ``Rescorable``,
+    let transcripts be rescored with it)."""
     test = cls()
-    _LIFECYCLES[cls.name] = test
+    if isinstance(test, Rescorable):
+        _RESCORABLE[cls.name] = test
     register(cls.name)(test.run)
     return cls
 
 
-def lifecycle_test(name: str) -> Lifecycle[Any, Any]:
-    """The registered test ``name`` as its lifecycle; an error names those that have one."""
+def rescorable_test(name: str) -> Rescorable[Any, Any]:
+    """The registered test ``name``, able to score recorded answers; an error names those
+    that are."""
     tests = registry()
-    if name in _LIFECYCLES:
-        return _LIFECYCLES[name]
-    known = ", ".join(sorted(_LIFECYCLES))
+    if name in _RESCORABLE:
+        return _RESCORABLE[name]
+    known = ", ".join(sorted(_RESCORABLE))
     if name in tests:
         raise ConfigError(f"The {name} test cannot score recorded answers yet; these can: {known}.")
     raise ConfigError(f"Unknown test '{name}'; tests that score recorded answers: {known}.")

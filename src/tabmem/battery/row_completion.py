@@ -20,8 +20,8 @@ from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import (
     Answer,
     F,
-    Lifecycle,
     Recorded,
+    Rescorable,
     Worded,
     register_lifecycle,
     wording_figures,
@@ -159,7 +159,7 @@ def _row_places(rows: Sequence[str]) -> dict[str, list[int]]:
     return places
 
 
-class WindowTest(Lifecycle[Window, F]):
+class WindowTest(Rescorable[Window, F]):
     """The tests asked with windows of rows: row completion and first token share the
     windows, their wording and how a recorded window is found in the file."""
 
