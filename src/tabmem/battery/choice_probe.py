@@ -1,21 +1,24 @@
 """What the two multiple-choice probes (Silvestri et al. 2025) share: the prompt's wording, the
 options in random order, asking, reading the letters back, the statistics and the verdict.
 
-The probes are ``completion_choice`` and ``existence``; each builds its ``ChoiceQuestion`` list
-and hands it to ``ask_and_score``.
+The probes are ``completion_choice`` and ``existence``: each is a ``ChoiceProbe`` that draws its
+``ChoiceQuestion`` list; the rest of the lifecycle is shared.
 """
 
 from __future__ import annotations
 
 import random
+from abc import abstractmethod
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from tabmem.battery.base import TestContext
+from tabmem.battery.lifecycle import Answer, Lifecycle, Worded
 from tabmem.data import Dataset
 from tabmem.data.transforms import KEEP_IDENTITY, transform_name
+from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.prompts.choices import (
     LETTERS,
@@ -27,10 +30,12 @@ from tabmem.prompts.choices import (
 )
 from tabmem.prompts.fewshot import fit_to_context
 from tabmem.prompts.observations import dataset_title
+from tabmem.prompts.probe_records import ValueTable
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.paired import against_baseline, unreachable_reason
 from tabmem.stats.probes import (
     ChoiceSummary,
+    attribute_pool,
     choice_verdict,
     frequency_rule_hit,
     question_baseline,
@@ -95,7 +100,10 @@ def source_phrase(dataset: Dataset, params: Mapping[str, Any]) -> str:
 
 def _request(ctx: TestContext, question: ChoiceQuestion) -> Request | None:
     p = ctx.params
-    chat = ctx.model.prompt_form == "chat"
+    model = ctx.model
+    if model is None:
+        raise ConfigError("Wording a test's requests needs a model.")
+    chat = model.prompt_form == "chat"
     params = GenerationParams(
         max_tokens=int(p.get("max_tokens", 24)),
         temperature=0.0,
@@ -107,58 +115,115 @@ def _request(ctx: TestContext, question: ChoiceQuestion) -> Request | None:
     def build(_: int) -> Request:
         return choice_request(system, question.text, chat, cue, params)
 
-    fitted = fit_to_context(build, 0, ctx.model.count_tokens, ctx.model.context_window, params)
-    return fitted.request
+    return fit_to_context(build, 0, model.count_tokens, model.context_window, params).request
 
 
-def _record(request: Request, question: ChoiceQuestion, response: Any) -> QueryRecord:
-    if response.error:
-        choice = Choice(None, FAILED)
-    else:
-        choice = parse_choice(response.text or "", question.options)
-    hit = choice.index == question.correct
-    picked = LETTERS[choice.index] if choice.index is not None else ""
-    return QueryRecord(
-        prompt=request.as_text(),
-        expected=LETTERS[question.correct],
-        completion=response.text or "",
-        score=float(hit),
-        error=response.error,
-        extra={
-            **question.extra,
-            "picked": picked,
-            "parse_rule": choice.rule,
-            "options": [o.text for o in question.options],
-            "frequency_rule_hit": frequency_rule_hit(question.frequency_scores, question.correct),
-            "rule_hit": frequency_rule_hit(question.rule_scores, question.correct),
-        },
-    )
+@dataclass(frozen=True)
+class ProbeFacts:
+    """What the decision reports besides the answers: how the questions were drawn
+    (``metrics``) and which attributes could be asked (``info``)."""
+
+    metrics: dict[str, float]
+    info: dict[str, Any]
 
 
-def ask_and_score(
-    ctx: TestContext,
-    test: str,
-    questions: Sequence[ChoiceQuestion],
-    metrics: Mapping[str, float],
-    info: Mapping[str, Any],
-) -> TestResult:
-    """Ask every question that fits the context window, read the letters, decide the verdict."""
-    p = ctx.params
-    n_options = int(p.get("n_options", 5))
-    baselines = [question_baseline(q.rule_scores, q.correct, n_options) for q in questions]
-    alpha, min_effect = float(p.get("alpha", 0.001)), float(p.get("min_effect", 0.1))
-    cannot = unreachable_reason(baselines, alpha, min_effect, "the right option")
-    if cannot:
-        return TestResult.not_applicable(test, cannot, info=info)
-    asked = [(r, q) for q in questions if (r := _request(ctx, q)) is not None]
-    if not asked:
-        return TestResult.not_applicable(
-            test, "no question fits the model's context window", info=info
+class ChoiceProbe(Lifecycle[ChoiceQuestion, ProbeFacts]):
+    """A multiple-choice probe: draw questions from the file, ask them, read the letters back,
+    and compare the accuracy with each question's data-only baseline."""
+
+    nothing_fits = "no question fits the model's context window"
+    none_drawn: ClassVar[str]  # why no question could be drawn
+    fraction_key: ClassVar[str]  # the setting for the share of attributes hidden or changed
+
+    @abstractmethod
+    def questions(
+        self, ctx: TestContext, table: ValueTable, pool: list[int], n_changed: int
+    ) -> tuple[list[ChoiceQuestion], dict[str, float]]:
+        """The questions, seeded, and figures of how they were drawn."""
+
+    def plan(self, ctx: TestContext) -> tuple[list[ChoiceQuestion], ProbeFacts] | TestResult:
+        p = ctx.params
+        table = ValueTable.from_dataset(ctx.dataset)
+        n_options = int(p.get("n_options", 5))
+        n_changed = hidden_count(len(table.names), float(p.get(self.fraction_key, 0.2)))
+        pool = attribute_pool(
+            table.columns, n_changed, n_options, float(p.get("pool_fraction", 0.5))
         )
-    requests = [r for r, _ in asked]
-    responses = ctx.model.run(requests, description=f"{test} probe on {ctx.dataset.name}")
-    records = [_record(r, q, response) for (r, q), response in zip(asked, responses, strict=True)]
-    return _result(ctx, test, records, len(questions) - len(asked), metrics, info)
+        info: dict[str, Any] = {"attribute_pool": [table.names[j] for j in pool]}
+        if not pool or len(table.rows) < n_options:
+            reason = f"no attribute has {n_options} distinct values over {n_options} rows"
+            return TestResult.not_applicable(self.name, reason, info=info)
+        questions, metrics = self.questions(ctx, table, pool, n_changed)
+        if not questions:
+            return TestResult.not_applicable(self.name, self.none_drawn, info=info)
+        baselines = [question_baseline(q.rule_scores, q.correct, n_options) for q in questions]
+        alpha, min_effect = float(p.get("alpha", 0.001)), float(p.get("min_effect", 0.1))
+        cannot = unreachable_reason(baselines, alpha, min_effect, "the right option")
+        if cannot:
+            return TestResult.not_applicable(self.name, cannot, info=info)
+        return questions, ProbeFacts(metrics, info)
+
+    def word(self, ctx: TestContext, queries: Sequence[ChoiceQuestion]) -> Worded[ChoiceQuestion]:
+        asked = [(r, q) for q in queries if (r := _request(ctx, q)) is not None]
+        return Worded(
+            [q for _, q in asked],
+            [r for r, _ in asked],
+            {"queries_skipped_context": len(queries) - len(asked)},
+        )
+
+    def unfit(
+        self, ctx: TestContext, facts: ProbeFacts, worded: Worded[ChoiceQuestion]
+    ) -> TestResult:
+        return TestResult.not_applicable(self.name, self.nothing_fits, info=facts.info)
+
+    def score(
+        self, ctx: TestContext, facts: ProbeFacts, answer: Answer[ChoiceQuestion]
+    ) -> QueryRecord:
+        question, response = answer.query, answer.response
+        if response.error:
+            choice = Choice(None, FAILED)
+        else:
+            choice = parse_choice(response.text or "", question.options)
+        hit = choice.index == question.correct
+        picked = LETTERS[choice.index] if choice.index is not None else ""
+        return QueryRecord(
+            prompt=answer.prompt,
+            expected=LETTERS[question.correct],
+            completion=response.text or "",
+            score=float(hit),
+            error=response.error,
+            extra={
+                **question.extra,
+                "picked": picked,
+                "parse_rule": choice.rule,
+                "options": [o.text for o in question.options],
+                "frequency_rule_hit": frequency_rule_hit(
+                    question.frequency_scores, question.correct
+                ),
+                "rule_hit": frequency_rule_hit(question.rule_scores, question.correct),
+            },
+        )
+
+    def decide(
+        self,
+        ctx: TestContext,
+        facts: ProbeFacts,
+        records: Sequence[QueryRecord],
+        context: dict[str, Any],
+    ) -> TestResult:
+        return _result(
+            ctx,
+            self.name,
+            list(records),
+            int(context.get("queries_skipped_context", 0)),
+            facts.metrics,
+            facts.info,
+        )
+
+
+def hidden_count(n_attributes: int, fraction: float) -> int:
+    """How many attributes of a record to hide: ``fraction`` of them, rounded, one at least."""
+    return max(1, round(fraction * n_attributes))
 
 
 def _result(
@@ -214,7 +279,7 @@ def _result(
                 f"record — by >= {min_effect:g}, exact p < {alpha:g} (Poisson-binomial over the "
                 "per-question baselines)"
             ),
-            "prompt_form": ctx.model.prompt_form,
+            "prompt_form": ctx.prompt_form,
             "parse_rules": dict(rules),
         },
         records=records,

@@ -13,25 +13,20 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from tabmem.battery.base import TestContext, register
+from tabmem.battery.base import TestContext
 from tabmem.battery.choice_probe import (
+    ChoiceProbe,
     ChoiceQuestion,
-    ask_and_score,
     shuffle_options,
     source_phrase,
 )
+from tabmem.battery.lifecycle import register_lifecycle
 from tabmem.prompts.choices import Option, option_block
 from tabmem.prompts.probe_records import ValueTable, candidates, hidden_attributes
-from tabmem.results import TestResult
 from tabmem.stats.neighbours import NeighbourModel
-from tabmem.stats.probes import attribute_pool, log_frequency
+from tabmem.stats.probes import log_frequency
 
 TEST = "completion_choice"
-
-
-def hidden_count(n_attributes: int, fraction: float) -> int:
-    """How many attributes of a record to hide: ``fraction`` of them, rounded, one at least."""
-    return max(1, round(fraction * n_attributes))
 
 
 def _question(
@@ -72,13 +67,17 @@ def _question(
 
 
 def completion_questions(
-    table: ValueTable, p: Mapping[str, Any], pool: list[int], source: str, rng: random.Random
+    table: ValueTable,
+    p: Mapping[str, Any],
+    pool: list[int],
+    n_hidden: int,
+    source: str,
+    rng: random.Random,
 ) -> tuple[list[ChoiceQuestion], int]:
-    model = NeighbourModel(table.rows)
     """Up to ``n_queries`` questions over records drawn without replacement, and how many
     candidate draws were dropped (five values not all distinct and non-empty)."""
+    model = NeighbourModel(table.rows)
     n_queries, k = int(p.get("n_queries", 40)), int(p.get("n_options", 5)) - 1
-    n_hidden = hidden_count(len(table.names), float(p.get("mask_fraction", 0.2)))
     questions: list[ChoiceQuestion] = []
     dropped = 0
     for row in rng.sample(range(len(table.rows)), len(table.rows)):
@@ -96,24 +95,19 @@ def completion_questions(
     return questions, dropped
 
 
-@register(TEST)
-def run_completion_choice(ctx: TestContext) -> TestResult:
+@register_lifecycle
+class CompletionChoice(ChoiceProbe):
     """Hide high-entropy attributes of random records; ask for each among five candidates."""
-    p = ctx.params
-    table = ValueTable.from_dataset(ctx.dataset)
-    n_options = int(p.get("n_options", 5))
-    n_hidden = hidden_count(len(table.names), float(p.get("mask_fraction", 0.2)))
-    pool = attribute_pool(table.columns, n_hidden, n_options, float(p.get("pool_fraction", 0.5)))
-    info: dict[str, Any] = {"attribute_pool": [table.names[j] for j in pool]}
-    if not pool or len(table.rows) < n_options:
-        return TestResult.not_applicable(
-            TEST, f"no attribute has {n_options} distinct values over {n_options} rows", info=info
-        )
-    rng = random.Random(f"{TEST}:{ctx.seed}")
-    questions, dropped = completion_questions(table, p, pool, source_phrase(ctx.dataset, p), rng)
-    if not questions:
-        return TestResult.not_applicable(
-            TEST, "no record gave five distinct candidate values", info=info
-        )
-    metrics = {"hidden_per_record": n_hidden, "candidate_draws_dropped": dropped}
-    return ask_and_score(ctx, TEST, questions, metrics, info)
+
+    name = TEST
+    title = "completion choice"
+    none_drawn = "no record gave five distinct candidate values"
+    fraction_key = "mask_fraction"
+
+    def questions(
+        self, ctx: TestContext, table: ValueTable, pool: list[int], n_changed: int
+    ) -> tuple[list[ChoiceQuestion], dict[str, float]]:
+        rng = random.Random(f"{TEST}:{ctx.seed}")
+        source = source_phrase(ctx.dataset, ctx.params)
+        questions, dropped = completion_questions(table, ctx.params, pool, n_changed, source, rng)
+        return questions, {"hidden_per_record": n_changed, "candidate_draws_dropped": dropped}

@@ -14,19 +14,18 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from tabmem.battery.base import TestContext, register
+from tabmem.battery.base import TestContext
 from tabmem.battery.choice_probe import (
+    ChoiceProbe,
     ChoiceQuestion,
-    ask_and_score,
     shuffle_options,
     source_phrase,
 )
-from tabmem.battery.completion_choice import hidden_count
+from tabmem.battery.lifecycle import register_lifecycle
 from tabmem.prompts.choices import Option, option_block
 from tabmem.prompts.probe_records import ValueTable, altered_copies, hidden_attributes
-from tabmem.results import TestResult
 from tabmem.stats.neighbours import NeighbourModel
-from tabmem.stats.probes import attribute_pool, log_frequency
+from tabmem.stats.probes import log_frequency
 
 TEST = "existence"
 
@@ -57,12 +56,16 @@ def _question(
 
 
 def existence_questions(
-    table: ValueTable, p: Mapping[str, Any], pool: list[int], source: str, rng: random.Random
+    table: ValueTable,
+    p: Mapping[str, Any],
+    pool: list[int],
+    n_changed: int,
+    source: str,
+    rng: random.Random,
 ) -> tuple[list[ChoiceQuestion], int]:
     """Up to ``n_queries`` questions on records drawn without replacement, and how many draws
     were dropped (values not all distinct, or a copy that is a row of the file)."""
     n_queries, k = int(p.get("n_queries", 40)), int(p.get("n_options", 5)) - 1
-    n_changed = hidden_count(len(table.names), float(p.get("change_fraction", 0.2)))
     model = NeighbourModel(table.rows)
     questions: list[ChoiceQuestion] = []
     dropped = 0
@@ -78,24 +81,19 @@ def existence_questions(
     return questions, dropped
 
 
-@register(TEST)
-def run_existence(ctx: TestContext) -> TestResult:
+@register_lifecycle
+class Existence(ChoiceProbe):
     """Show a real record among four altered copies; ask which one is in the dataset."""
-    p = ctx.params
-    table = ValueTable.from_dataset(ctx.dataset)
-    n_options = int(p.get("n_options", 5))
-    n_changed = hidden_count(len(table.names), float(p.get("change_fraction", 0.2)))
-    pool = attribute_pool(table.columns, n_changed, n_options, float(p.get("pool_fraction", 0.5)))
-    info: dict[str, Any] = {"attribute_pool": [table.names[j] for j in pool]}
-    if not pool or len(table.rows) < n_options:
-        return TestResult.not_applicable(
-            TEST, f"no attribute has {n_options} distinct values over {n_options} rows", info=info
-        )
-    rng = random.Random(f"{TEST}:{ctx.seed}")
-    questions, dropped = existence_questions(table, p, pool, source_phrase(ctx.dataset, p), rng)
-    if not questions:
-        return TestResult.not_applicable(
-            TEST, "no record gave four distinct altered copies", info=info
-        )
-    metrics = {"changed_per_record": n_changed, "record_draws_dropped": dropped}
-    return ask_and_score(ctx, TEST, questions, metrics, info)
+
+    name = TEST
+    title = "existence"
+    none_drawn = "no record gave four distinct altered copies"
+    fraction_key = "change_fraction"
+
+    def questions(
+        self, ctx: TestContext, table: ValueTable, pool: list[int], n_changed: int
+    ) -> tuple[list[ChoiceQuestion], dict[str, float]]:
+        rng = random.Random(f"{TEST}:{ctx.seed}")
+        source = source_phrase(ctx.dataset, ctx.params)
+        questions, dropped = existence_questions(table, ctx.params, pool, n_changed, source, rng)
+        return questions, {"changed_per_record": n_changed, "record_draws_dropped": dropped}
