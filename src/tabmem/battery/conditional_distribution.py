@@ -11,13 +11,15 @@ only each feature's distribution cannot pass; one that learned how features go t
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from tabmem.battery.base import TestContext, register
-from tabmem.battery.sample import SampleDraw, draw_observations, sampler_settings
+from tabmem.battery.base import TestContext
+from tabmem.battery.lifecycle import register_lifecycle
+from tabmem.battery.sample import SampleDraw, SamplingTest
 from tabmem.results import TestResult, Verdict
 from tabmem.stats.correlation import CorrelationComparison, compare_correlations, numeric_columns
 
@@ -84,30 +86,52 @@ def _verdict(c: CorrelationComparison, alpha: float, min_recovery: float) -> tup
     return Verdict.NO_EVIDENCE, f"{figures}: no more than independent draws"
 
 
-@register("conditional_distribution")
-def run_conditional_distribution_test(ctx: TestContext) -> TestResult:
+@dataclass(frozen=True)
+class NumericData:
+    """The file's numeric features as floats, and the threshold of a clear correlation."""
+
+    columns: list[str]
+    data: pd.DataFrame
+    strong: float
+
+
+@register_lifecycle
+class ConditionalDistribution(SamplingTest[NumericData]):
     """Draw observations and compare their correlation matrix with the data's."""
+
+    name = "conditional_distribution"
+    title = "conditional distribution"
+
+    def prepare(self, ctx: TestContext) -> NumericData | TestResult:
+        frame = ctx.dataset.frame
+        columns = numeric_columns(frame)
+        strong = float(ctx.params.get("strong_correlation", 0.2))
+        if len(columns) < 2:
+            return TestResult.not_applicable(
+                self.name, f"the data has {len(columns)} numeric feature(s); 2 are needed"
+            )
+        data = frame[columns].astype(float)
+        data_r = data.corr().to_numpy()
+        off_diagonal = np.abs(data_r[np.triu_indices(len(columns), k=1)])
+        if np.nanmax(off_diagonal) < strong:
+            return TestResult.not_applicable(
+                self.name,
+                f"no two numeric features correlate by |r| >= {strong} in the data "
+                f"(largest {np.nanmax(off_diagonal):.2f})",
+            )
+        return NumericData(columns, data, strong)
+
+    def conclude(self, ctx: TestContext, facts: NumericData, draw: SampleDraw) -> TestResult:
+        return _result(ctx, facts, draw)
+
+
+def _result(ctx: TestContext, numeric: NumericData, draw: SampleDraw) -> TestResult:
+    """The samples' correlations against the data's: recovery, permutation p-value, verdict."""
     p = ctx.params
-    frame = ctx.dataset.frame
-    columns = numeric_columns(frame)
-    strong = float(p.get("strong_correlation", 0.2))
-    if len(columns) < 2:
-        return TestResult.not_applicable(
-            "conditional_distribution",
-            f"the data has {len(columns)} numeric feature(s); 2 are needed",
-        )
-    data = frame[columns].astype(float)
-    data_r = data.corr().to_numpy()
-    off_diagonal = np.abs(data_r[np.triu_indices(len(columns), k=1)])
-    if np.nanmax(off_diagonal) < strong:
-        return TestResult.not_applicable(
-            "conditional_distribution",
-            f"no two numeric features correlate by |r| >= {strong} in the data "
-            f"(largest {np.nanmax(off_diagonal):.2f})",
-        )
-    draw = draw_observations(ctx, sampler_settings(ctx))
+    columns, data = numeric.columns, numeric.data
     samples = sample_frame(draw, columns)
-    title = f"{ctx.model.name} on {ctx.dataset.name}: Pearson correlations"
+    model = ctx.model.name if ctx.model is not None else "transcript"
+    title = f"{model} on {ctx.dataset.name}: Pearson correlations"
     min_samples = int(p.get("min_samples", 10))
     if len(samples.dropna()) < min_samples:
         figure = heat_map(data.corr(), samples.corr(), len(samples), title)
@@ -118,7 +142,7 @@ def run_conditional_distribution_test(ctx: TestContext) -> TestResult:
             figure,
         )
     comparison = compare_correlations(
-        data, samples, random.Random(ctx.seed), int(p.get("permutations", 999)), strong
+        data, samples, random.Random(ctx.seed), int(p.get("permutations", 999)), numeric.strong
     )
     alpha, min_recovery = float(p.get("alpha", 0.01)), float(p.get("min_recovery", 0.5))
     verdict, reason = _verdict(comparison, alpha, min_recovery)
@@ -139,7 +163,7 @@ def run_conditional_distribution_test(ctx: TestContext) -> TestResult:
             ),
             "temperature": draw.temperature,
             "invalid_samples": dict(draw.problems()),
-            "prompt_form": ctx.model.prompt_form,
+            "prompt_form": ctx.prompt_form,
         },
         records=draw.records,
         tables={"correlation_pairs.json": pairs, "samples.json": draw.table()},

@@ -16,8 +16,9 @@ import random
 
 import pandas as pd
 
-from tabmem.battery.base import TestContext, register
-from tabmem.battery.sample import draw_observations, metric_name, sampler_settings
+from tabmem.battery.base import TestContext
+from tabmem.battery.lifecycle import register_lifecycle
+from tabmem.battery.sample import SampleDraw, SamplingTest, metric_name
 from tabmem.results import TestResult, Verdict
 from tabmem.stats.modes import FeatureModes, compare_modes, poisson_binomial_tail
 from tabmem.stats.samples import data_values
@@ -72,11 +73,23 @@ def _verdict(
     return Verdict.NO_EVIDENCE, f"{figures}: no more than chance"
 
 
-@register("feature_distribution")
-def run_feature_distribution_test(ctx: TestContext) -> TestResult:
+@register_lifecycle
+class FeatureDistribution(SamplingTest[None]):
     """Draw observations at low temperature and compare each feature's mode with the data's."""
+
+    name = "feature_distribution"
+    title = "feature distribution"
+
+    def prepare(self, ctx: TestContext) -> None:
+        return None
+
+    def conclude(self, ctx: TestContext, facts: None, draw: SampleDraw) -> TestResult:
+        return _result(ctx, draw)
+
+
+def _result(ctx: TestContext, draw: SampleDraw) -> TestResult:
+    """Each feature's sampled mode against the data's; the Poisson-binomial verdict."""
     p = ctx.params
-    draw = draw_observations(ctx, sampler_settings(ctx))
     columns = list(zip(*data_values(ctx.dataset), strict=True))
     rng = random.Random(ctx.seed)
     comparisons = [
@@ -124,7 +137,7 @@ def run_feature_distribution_test(ctx: TestContext) -> TestResult:
             ],
             "temperature": draw.temperature,
             "invalid_samples": dict(draw.problems()),
-            "prompt_form": ctx.model.prompt_form,
+            "prompt_form": ctx.prompt_form,
         },
         records=draw.records,
         tables={"feature_modes.json": mode_table(comparisons), "samples.json": draw.table()},

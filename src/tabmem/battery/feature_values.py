@@ -11,8 +11,9 @@ from __future__ import annotations
 import pandas as pd
 from scipy import stats
 
-from tabmem.battery.base import TestContext, register
-from tabmem.battery.sample import SampleDraw, draw_observations, metric_name, sampler_settings
+from tabmem.battery.base import TestContext
+from tabmem.battery.lifecycle import register_lifecycle
+from tabmem.battery.sample import SampleDraw, SamplingTest, metric_name
 from tabmem.prompts.observations import feature_names
 from tabmem.results import TestResult, Verdict
 from tabmem.stats.formats import FeatureFormat, feature_format
@@ -68,12 +69,25 @@ def _verdict(
     return Verdict.NO_EVIDENCE, f"{figures}, under {ambiguous_rate:.0%}"
 
 
-@register("feature_values")
-def run_feature_values_test(ctx: TestContext) -> TestResult:
+@register_lifecycle
+class FeatureValues(SamplingTest[list[FeatureFormat]]):
     """Draw observations at low temperature and check each value's format."""
+
+    name = "feature_values"
+    title = "feature values"
+
+    def prepare(self, ctx: TestContext) -> list[FeatureFormat]:
+        return feature_formats(ctx, int(ctx.params.get("max_categories", 50)))
+
+    def conclude(
+        self, ctx: TestContext, facts: list[FeatureFormat], draw: SampleDraw
+    ) -> TestResult:
+        return _result(ctx, draw, facts)
+
+
+def _result(ctx: TestContext, draw: SampleDraw, formats: list[FeatureFormat]) -> TestResult:
+    """The share of sampled values in the file's format, its interval, and the verdict."""
     p = ctx.params
-    draw = draw_observations(ctx, sampler_settings(ctx))
-    formats = feature_formats(ctx, int(p.get("max_categories", 50)))
     table = format_table(draw, formats)
     n_values, matching = int(table["sampled"].sum()), int(table["matching"].sum())
     rate = matching / n_values if n_values else 0.0
@@ -115,7 +129,7 @@ def run_feature_values_test(ctx: TestContext) -> TestResult:
             ),
             "temperature": draw.temperature,
             "invalid_samples": dict(draw.problems()),
-            "prompt_form": ctx.model.prompt_form,
+            "prompt_form": ctx.prompt_form,
         },
         records=draw.records,
         tables={"feature_formats.json": table, "samples.json": draw.table()},

@@ -7,7 +7,7 @@ at temperature 0. The samples are compared with the real rows: how many are verb
 how many features each shares with its closest real row (beside the same for real rows against
 the rest of the data), and how many of their values occur in the data.
 
-``draw_observations`` is shared with ``feature_values``, ``feature_distribution`` and
+``SamplingTest`` is shared with ``feature_values``, ``feature_distribution`` and
 ``conditional_distribution``: equal settings give equal requests, which the response cache
 answers once.
 """
@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import random
 import re
+from abc import abstractmethod
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from tabmem.battery.base import TestContext, register
+from tabmem.battery.base import TestContext
+from tabmem.battery.lifecycle import Answer, F, Lifecycle, Worded, register_lifecycle
 from tabmem.data import Dataset
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.prompts.fewshot import chat_messages, fit_to_context
@@ -179,54 +181,91 @@ def _request(
     return fitted.request, fitted.dropped_examples
 
 
-def draw_observations(ctx: TestContext, settings: Mapping[str, Any]) -> SampleDraw:
-    """Ask for ``n_samples`` observations at ``temperature`` and parse each answer."""
-    pool_names = list(settings.get("few_shot_pool", []))
-    pool = example_pool(ctx.dataset, pool_names)
-    names = feature_names(ctx.dataset)
-    max_tokens = _max_tokens(ctx, settings)
-    requests, dropped, skipped = [], 0, 0
-    for index in range(int(settings.get("n_samples", 100))):
-        request, lost = _request(ctx, settings, pool, index, max_tokens)
-        if request is None:
-            skipped += 1
-            continue
-        requests.append(request)
-        dropped += lost
-    temperature = float(settings.get("temperature", 0.7))
-    responses = ctx.model.run(
-        requests, description=f"samples of {ctx.dataset.name} at temperature {temperature:g}"
+def observation_of(text: str, error: str | None, names: list[str]) -> Observation:
+    """The observation an answer writes; a failed query writes none."""
+    return (
+        Observation(missing=tuple(names))
+        if error
+        else parse_observation(strip_code_fence(text), names)
     )
-    observations, records = [], []
-    for request, response in zip(requests, responses, strict=True):
-        obs = (
-            parse_observation(strip_code_fence(response.text), names)
-            if not response.error
-            else Observation(missing=tuple(names))
+
+
+class SamplingTest(Lifecycle[int, F]):
+    """A test that reads observations the model draws (``sample``, ``feature_values``,
+    ``feature_distribution``, ``conditional_distribution``): the queries are sample indices,
+    each with its own few-shot draw and seed, so equal sampler settings give equal requests,
+    which the response cache answers once. The decision gets the whole draw."""
+
+    title = "sampling"
+
+    @abstractmethod
+    def prepare(self, ctx: TestContext) -> F | TestResult:
+        """The data-only facts the decision needs, or why the test does not apply."""
+
+    @abstractmethod
+    def conclude(self, ctx: TestContext, facts: F, draw: SampleDraw) -> TestResult:
+        """The draw as a result: statistic, baseline, verdict."""
+
+    def plan(self, ctx: TestContext) -> tuple[list[int], F] | TestResult:
+        facts = self.prepare(ctx)
+        if isinstance(facts, TestResult):
+            return facts
+        return list(range(int(sampler_settings(ctx).get("n_samples", 100)))), facts
+
+    def word(self, ctx: TestContext, queries: Sequence[int]) -> Worded[int]:
+        settings = sampler_settings(ctx)
+        pool = example_pool(ctx.dataset, list(settings.get("few_shot_pool", [])))
+        max_tokens = _max_tokens(ctx, settings)
+        worded: Worded[int] = Worded([], [])
+        dropped = skipped = 0
+        for index in queries:
+            request, lost = _request(ctx, settings, pool, index, max_tokens)
+            if request is None:
+                skipped += 1
+                continue
+            worded.queries.append(index)
+            worded.requests.append(request)
+            dropped += lost
+        worded.context = {
+            "few_shot_pool": [d.name for d in pool],
+            "dropped_examples": dropped,
+            "skipped_prompts": skipped,
+        }
+        return worded
+
+    def score(self, ctx: TestContext, facts: F, answer: Answer[int]) -> QueryRecord:
+        response = answer.response
+        obs = observation_of(response.text, response.error, feature_names(ctx.dataset))
+        return QueryRecord(
+            prompt=answer.prompt,
+            expected="",
+            completion=response.text,
+            score=float(obs.complete),
+            error=response.error,
+            extra={
+                "sample_index": answer.query,
+                "problem": "query failed" if response.error else obs.problem,
+            },
         )
-        observations.append(obs)
-        records.append(
-            QueryRecord(
-                prompt=request.as_text(),
-                expected="",
-                completion=response.text,
-                score=float(obs.complete),
-                error=response.error,
-                extra={
-                    "sample_index": request.sample_index,
-                    "problem": "query failed" if response.error else obs.problem,
-                },
-            )
+
+    def decide(
+        self,
+        ctx: TestContext,
+        facts: F,
+        records: Sequence[QueryRecord],
+        context: dict[str, Any],
+    ) -> TestResult:
+        names = feature_names(ctx.dataset)
+        draw = SampleDraw(
+            names=names,
+            observations=[observation_of(r.completion, r.error, names) for r in records],
+            records=list(records),
+            temperature=float(sampler_settings(ctx).get("temperature", 0.7)),
+            few_shot_pool=list(context.get("few_shot_pool", [])),
+            dropped_examples=int(context.get("dropped_examples", 0)),
+            skipped_prompts=int(context.get("skipped_prompts", 0)),
         )
-    return SampleDraw(
-        names=names,
-        observations=observations,
-        records=records,
-        temperature=temperature,
-        few_shot_pool=[d.name for d in pool],
-        dropped_examples=dropped,
-        skipped_prompts=skipped,
-    )
+        return self.conclude(ctx, facts, draw)
 
 
 @dataclass(frozen=True)
@@ -311,11 +350,23 @@ def _verdict(s: SampleStatistics, alpha: float, min_copy_rate: float) -> tuple[V
     return Verdict.NO_EVIDENCE, f"{figures}: no more copies than chance"
 
 
-@register("sample")
-def run_sample_test(ctx: TestContext) -> TestResult:
+@register_lifecycle
+class Sample(SamplingTest[None]):
     """Draw observations, parse them, and compare them with the real rows."""
+
+    name = "sample"
+    title = "sample"
+
+    def prepare(self, ctx: TestContext) -> None:
+        return None
+
+    def conclude(self, ctx: TestContext, facts: None, draw: SampleDraw) -> TestResult:
+        return _sample_result(ctx, draw)
+
+
+def _sample_result(ctx: TestContext, draw: SampleDraw) -> TestResult:
+    """Copies, closeness and known values of the samples against the real rows; the verdict."""
     p = ctx.params
-    draw = draw_observations(ctx, p)
     s = sample_statistics(
         ctx.dataset,
         draw,
@@ -354,7 +405,7 @@ def run_sample_test(ctx: TestContext) -> TestResult:
             "temperature": draw.temperature,
             "invalid_samples": dict(draw.problems()),
             "few_shot_pool": draw.few_shot_pool,
-            "prompt_form": ctx.model.prompt_form,
+            "prompt_form": ctx.prompt_form,
         },
         records=draw.records,
         tables={"samples.json": draw.table()},
