@@ -12,12 +12,14 @@ from __future__ import annotations
 import math
 import random
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tabmem.battery.base import TestContext, register
+from tabmem.battery.base import TestContext
+from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, register_lifecycle
 from tabmem.data import Dataset, DatasetSpec, dataset_specs
+from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.prompts.fewshot import chat_messages, fit_to_context
 from tabmem.prompts.observations import dataset_title, example_pool
@@ -82,7 +84,10 @@ def _request(
     template = str(p["name_prompt"])
     examples = [(_question(template, d, shown.rows), dataset_title(d)) for d in shots]
     question = _question(template, shown.dataset, shown.rows)
-    chat = ctx.model.prompt_form == "chat"
+    model = ctx.model
+    if model is None:
+        raise ConfigError("Wording a test's requests needs a model.")
+    chat = model.prompt_form == "chat"
     params = GenerationParams(
         max_tokens=int(p.get("max_tokens", 24)),
         temperature=0.0,
@@ -101,7 +106,7 @@ def _request(
         )
 
     return fit_to_context(
-        build, len(examples), ctx.model.count_tokens, ctx.model.context_window, params
+        build, len(examples), model.count_tokens, model.context_window, params
     ).request
 
 
@@ -119,65 +124,88 @@ def _verdict(hits: int, tested: int, false_names: int, share: float) -> tuple[Ve
     return Verdict.NO_EVIDENCE, figures
 
 
-@register("dataset_name")
-def run_dataset_name_test(ctx: TestContext) -> TestResult:
+@dataclass(frozen=True)
+class NameFacts:
+    """The few-shot datasets, and every dataset an answer may name."""
+
+    shots: list[Dataset]
+    specs: dict[str, DatasetSpec]
+
+
+@register_lifecycle
+class DatasetName(Lifecycle[Shown, NameFacts]):
     """Ask for the name of the tested and the control datasets; score against known names."""
-    p = ctx.params
-    specs = dict(dataset_specs())
-    specs[ctx.dataset.name] = ctx.dataset.spec
-    plan, shots = _plan(ctx, p)
-    built = [(s, _request(ctx, p, s, shots)) for s in plan]
-    built = [(s, r) for s, r in built if r is not None]
-    responses = ctx.model.run(
-        [r for _, r in built], description=f"dataset name of {ctx.dataset.name}"
-    )
-    records = []
-    for (shown, request), response in zip(built, responses, strict=True):
-        named = None if response.error else named_dataset(response.text, specs)
-        records.append(
-            QueryRecord(
-                prompt=request.as_text(),
-                expected=dataset_title(shown.dataset),
-                completion=response.text,
-                score=float(named == ctx.dataset.name),
-                error=response.error,
-                extra={
-                    "shown_dataset": shown.dataset.name,
-                    "rows_shown": shown.rows,
-                    "control": shown.control,
-                    "named": named or "",
-                    "named_correctly": named == shown.dataset.name,
-                },
-            )
+
+    name = "dataset_name"
+    title = "dataset name"
+
+    def plan(self, ctx: TestContext) -> tuple[list[Shown], NameFacts]:
+        specs = dict(dataset_specs())
+        specs[ctx.dataset.name] = ctx.dataset.spec
+        shown, shots = _plan(ctx, ctx.params)
+        return shown, NameFacts(shots, specs)
+
+    def word(self, ctx: TestContext, queries: Sequence[Shown]) -> Worded[Shown]:
+        shots = _plan(ctx, ctx.params)[1]
+        built = [(s, _request(ctx, ctx.params, s, shots)) for s in queries]
+        kept = [(s, r) for s, r in built if r is not None]
+        return Worded([s for s, _ in kept], [r for _, r in kept])
+
+    def score(self, ctx: TestContext, facts: NameFacts, answer: Answer[Shown]) -> QueryRecord:
+        shown, response = answer.query, answer.response
+        named = None if response.error else named_dataset(response.text, facts.specs)
+        return QueryRecord(
+            prompt=answer.prompt,
+            expected=dataset_title(shown.dataset),
+            completion=response.text,
+            score=float(named == ctx.dataset.name),
+            error=response.error,
+            extra={
+                "shown_dataset": shown.dataset.name,
+                "rows_shown": shown.rows,
+                "control": shown.control,
+                "named": named or "",
+                "named_correctly": named == shown.dataset.name,
+            },
         )
-    tested = [r for r in records if not r.extra["control"]]
-    controls = [r for r in records if r.extra["control"]]
-    hits = sum(int(r.score) for r in tested)
-    false_names = sum(int(r.score) for r in controls)
-    verdict, reason = _verdict(hits, len(tested), false_names, float(p.get("evidence_share", 0.5)))
-    return TestResult(
-        test="dataset_name",
-        verdict=verdict,
-        reason=reason,
-        n_queries=len(records),
-        n_hits=hits,
-        rate=hits / len(tested) if tested else 0.0,
-        baseline=false_names / len(controls) if controls else None,
-        metrics={
-            "tested_queries": len(tested),
-            "control_queries": len(controls),
-            "control_named_as_tested": false_names,
-            "controls_named_correctly": sum(r.extra["named_correctly"] for r in controls),
-        },
-        info={
-            "evidence_rule": (
-                f"the answer names the dataset in at least {p.get('evidence_share', 0.5)} of the "
-                "tested queries, and no control query is answered with its name"
-            ),
-            "names_accepted": [ctx.dataset.name, *ctx.dataset.spec.aliases],
-            "control_datasets": sorted({r.extra["shown_dataset"] for r in controls}),
-            "few_shot_datasets": [d.name for d in shots],
-            "prompt_form": ctx.model.prompt_form,
-        },
-        records=records,
-    )
+
+    def decide(
+        self,
+        ctx: TestContext,
+        facts: NameFacts,
+        records: Sequence[QueryRecord],
+        context: dict[str, Any],
+    ) -> TestResult:
+        p = ctx.params
+        tested = [r for r in records if not r.extra["control"]]
+        controls = [r for r in records if r.extra["control"]]
+        hits = sum(int(r.score) for r in tested)
+        false_names = sum(int(r.score) for r in controls)
+        share = float(p.get("evidence_share", 0.5))
+        verdict, reason = _verdict(hits, len(tested), false_names, share)
+        return TestResult(
+            test=self.name,
+            verdict=verdict,
+            reason=reason,
+            n_queries=len(records),
+            n_hits=hits,
+            rate=hits / len(tested) if tested else 0.0,
+            baseline=false_names / len(controls) if controls else None,
+            metrics={
+                "tested_queries": len(tested),
+                "control_queries": len(controls),
+                "control_named_as_tested": false_names,
+                "controls_named_correctly": sum(r.extra["named_correctly"] for r in controls),
+            },
+            info={
+                "evidence_rule": (
+                    f"the answer names the dataset in at least {share} of the tested queries, "
+                    "and no control query is answered with its name"
+                ),
+                "names_accepted": [ctx.dataset.name, *ctx.dataset.spec.aliases],
+                "control_datasets": sorted({r.extra["shown_dataset"] for r in controls}),
+                "few_shot_datasets": [d.name for d in facts.shots],
+                "prompt_form": ctx.prompt_form,
+            },
+            records=list(records),
+        )

@@ -13,9 +13,14 @@ from __future__ import annotations
 import math
 import random
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from tabmem.battery.base import TestContext, register
+from tabmem.battery.base import TestContext
+from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, register_lifecycle, wording_figures
 from tabmem.data import Dataset
+from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.prompts.fewshot import chat_messages, fit_to_context
 from tabmem.prompts.observations import dataset_title, example_pool
@@ -111,86 +116,122 @@ def _verdict(score: int, remaining: int, share: float) -> tuple[Verdict, str, in
     return Verdict.NO_EVIDENCE, figures, needed
 
 
-@register("feature_names")
-def run_feature_names_test(ctx: TestContext) -> TestResult:
+@dataclass(frozen=True)
+class NamesFacts:
+    """The names the prompt shows, the names left to give, and the text that holds them."""
+
+    shown: list[str]
+    truth: list[str]
+    truth_text: str
+
+
+@register_lifecycle
+class FeatureNames(Lifecycle[str, NamesFacts]):
     """Ask for the rest of the header; count the true names reproduced in order."""
-    p = ctx.params
-    names = [n.strip() for n in ctx.dataset.feature_names]
-    if len(names) < 2:
-        return TestResult.not_applicable(
-            "feature_names", "the dataset has fewer than two features, so none is left to name"
-        )
-    template = str(p["names_prompt"])
-    chat = ctx.model.prompt_form == "chat"
-    rng = random.Random(ctx.seed)
-    pool = example_pool(ctx.dataset, list(p.get("few_shot_pool", [])))
-    pool = rng.sample(pool, min(int(p.get("few_shot", 3)), len(pool)))
-    examples = [_question(template, d) for d in pool]
-    question, truth_text = _question(template, ctx.dataset)
-    params = GenerationParams(
-        max_tokens=ctx.model.count_tokens(ctx.dataset.header) + 16,
-        temperature=0.0,
-        stop=() if chat else ("\n",),
-        seed=ctx.seed,
-    )
 
-    def build(kept: int) -> Request:
-        if chat:
-            messages = chat_messages(str(p.get("system_prompt", "")), examples[:kept], question)
-            return Request(params=params, messages=messages)
-        return Request(
-            params=params, prompt="".join(f"{q}{a}\n\n" for q, a in examples[:kept]) + question
+    name = "feature_names"
+    title = "feature names"
+    nothing_fits = "the prompt does not fit the model's context window"
+
+    def plan(self, ctx: TestContext) -> tuple[list[str], NamesFacts] | TestResult:
+        names = [n.strip() for n in ctx.dataset.feature_names]
+        if len(names) < 2:
+            return TestResult.not_applicable(
+                self.name, "the dataset has fewer than two features, so none is left to name"
+            )
+        question, truth_text = _question(str(ctx.params["names_prompt"]), ctx.dataset)
+        shown = names[: shown_count(ctx.dataset)]
+        return [question], NamesFacts(shown, names[len(shown) :], truth_text)
+
+    def word(self, ctx: TestContext, queries: Sequence[str]) -> Worded[str]:
+        p = ctx.params
+        model = ctx.model
+        if model is None:
+            raise ConfigError("Wording a test's requests needs a model.")
+        chat = model.prompt_form == "chat"
+        rng = random.Random(ctx.seed)
+        pool = example_pool(ctx.dataset, list(p.get("few_shot_pool", [])))
+        pool = rng.sample(pool, min(int(p.get("few_shot", 3)), len(pool)))
+        examples = [_question(str(p["names_prompt"]), d) for d in pool]
+        params = GenerationParams(
+            max_tokens=model.count_tokens(ctx.dataset.header) + 16,
+            temperature=0.0,
+            stop=() if chat else ("\n",),
+            seed=ctx.seed,
+        )
+        worded: Worded[str] = Worded([], [], {"few_shot_datasets": [d.name for d in pool]})
+        for question in queries:
+
+            def build(kept: int, question: str = question) -> Request:
+                if chat:
+                    system = str(p.get("system_prompt", ""))
+                    return Request(
+                        params=params, messages=chat_messages(system, examples[:kept], question)
+                    )
+                shots = "".join(f"{q}{a}\n\n" for q, a in examples[:kept])
+                return Request(params=params, prompt=shots + question)
+
+            fitted = fit_to_context(
+                build, len(examples), model.count_tokens, model.context_window, params
+            )
+            if fitted.request is not None:
+                worded.queries.append(question)
+                worded.requests.append(fitted.request)
+                worded.context["few_shot_examples"] = len(examples)
+                worded.context["few_shot_examples_dropped"] = fitted.dropped_examples
+        return worded
+
+    def score(self, ctx: TestContext, facts: NamesFacts, answer: Answer[str]) -> QueryRecord:
+        response = answer.response
+        given = [] if response.error else answer_names(response.text, ctx.dataset, facts.shown)
+        return QueryRecord(
+            prompt=answer.prompt,
+            expected=facts.truth_text,
+            completion=response.text,
+            score=float(names_in_order(given, facts.truth)),
+            error=response.error,
+            extra={
+                "names_given": given,
+                "names_expected": facts.truth,
+                "leading_run": leading_run(given, facts.truth),
+            },
         )
 
-    fitted = fit_to_context(
-        build, len(examples), ctx.model.count_tokens, ctx.model.context_window, params
-    )
-    if fitted.request is None:
-        return TestResult.not_applicable(
-            "feature_names", "the prompt does not fit the model's context window"
+    def decide(
+        self,
+        ctx: TestContext,
+        facts: NamesFacts,
+        records: Sequence[QueryRecord],
+        context: dict[str, Any],
+    ) -> TestResult:
+        p = ctx.params
+        [record] = records
+        given, truth = record.extra["names_given"], facts.truth
+        score = int(record.score)
+        verdict, reason, needed = _verdict(score, len(truth), float(p.get("evidence_share", 0.5)))
+        return TestResult(
+            test=self.name,
+            verdict=verdict,
+            reason=reason,
+            n_queries=1,
+            n_hits=int(score >= needed),
+            rate=score / len(truth),
+            metrics={
+                "names_shown": len(facts.shown),
+                "names_remaining": len(truth),
+                "names_in_order": score,
+                "names_leading_run": record.extra["leading_run"],
+                "names_given": len(given),
+                "names_needed": needed,
+                **wording_figures(context),
+            },
+            info={
+                "evidence_rule": (
+                    f"the answer lists at least {p.get('evidence_share', 0.5)} of the remaining "
+                    "names (at least one), exactly and in order"
+                ),
+                "few_shot_datasets": context.get("few_shot_datasets", []),
+                "prompt_form": ctx.prompt_form,
+            },
+            records=list(records),
         )
-    [response] = ctx.model.run([fitted.request], description=f"feature names of {ctx.dataset.name}")
-    shown = names[: shown_count(ctx.dataset)]
-    truth = names[len(shown) :]
-    given = [] if response.error else answer_names(response.text, ctx.dataset, shown)
-    score = names_in_order(given, truth)
-    verdict, reason, needed = _verdict(score, len(truth), float(p.get("evidence_share", 0.5)))
-    record = QueryRecord(
-        prompt=fitted.request.as_text(),
-        expected=truth_text,
-        completion=response.text,
-        score=float(score),
-        error=response.error,
-        extra={
-            "names_given": given,
-            "names_expected": truth,
-            "leading_run": leading_run(given, truth),
-        },
-    )
-    return TestResult(
-        test="feature_names",
-        verdict=verdict,
-        reason=reason,
-        n_queries=1,
-        n_hits=int(score >= needed),
-        rate=score / len(truth),
-        metrics={
-            "names_shown": len(shown),
-            "names_remaining": len(truth),
-            "names_in_order": score,
-            "names_leading_run": leading_run(given, truth),
-            "names_given": len(given),
-            "names_needed": needed,
-            "few_shot_examples": len(examples),
-            "few_shot_examples_dropped": fitted.dropped_examples,
-        },
-        info={
-            "evidence_rule": (
-                f"the answer lists at least {p.get('evidence_share', 0.5)} of the remaining "
-                "names (at least one), exactly and in order"
-            ),
-            "few_shot_datasets": [d.name for d in pool],
-            "prompt_form": ctx.model.prompt_form,
-        },
-        records=[record],
-    )
