@@ -14,7 +14,7 @@ greedy answer of a nearest-neighbour model of the file fitted without the querie
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,10 +22,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from tabmem.battery.base import TestContext, register
+from tabmem.battery.base import TestContext
+from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, register_lifecycle, wording_figures
 from tabmem.battery.sample import metric_name
 from tabmem.data import Dataset
+from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
+from tabmem.llm.client import LanguageModel
 from tabmem.prompts.fewshot import chat_messages, fit_to_context
 from tabmem.prompts.observations import (
     dataset_title,
@@ -86,25 +89,46 @@ def _positions(dataset: Dataset, wanted: Any) -> list[int]:
     return [names.index(n) for n in wanted if n in names and names.index(n) > 0]
 
 
-def _max_tokens(ctx: TestContext, position: int, columns: list[tuple[str, ...]]) -> int:
+def _max_tokens(model: LanguageModel, position: int, columns: list[tuple[str, ...]]) -> int:
     """Room for the feature's longest value in the file, and for a repeated ``Feature =``."""
     longest = max(columns[position], key=len, default="")
-    return ctx.model.count_tokens(longest) + 16
+    return model.count_tokens(longest) + 16
+
+
+@dataclass(frozen=True)
+class Asked:
+    """The ``repeat``-th question about one feature. Its generator, seeded by the cell's seed,
+    the feature and the repetition, draws the row and then the few-shot examples."""
+
+    repeat: int
+    question: Question
+
+
+def _generator(seed: int, position: int, repeat: int) -> random.Random:
+    return random.Random(f"{seed}:{position}:{repeat}")
+
+
+def _draw(ctx: TestContext, position: int, repeat: int) -> Asked:
+    rng = _generator(ctx.seed, position, repeat)
+    template = str(ctx.params["completion_prompt"])
+    return Asked(repeat, make_question(ctx.dataset, template, rng, position))
 
 
 def _request(
     ctx: TestContext,
-    p: Mapping[str, Any],
+    model: LanguageModel,
     pool: list[Dataset],
-    question: Question,
-    rng: random.Random,
+    asked: Asked,
     max_tokens: int,
 ) -> tuple[Request | None, int]:
     """The request for one question, with its own few-shot examples; None if it cannot fit."""
+    p, question = ctx.params, asked.question
     template = str(p["completion_prompt"])
+    rng = _generator(ctx.seed, question.position, asked.repeat)
+    make_question(ctx.dataset, template, rng, question.position)  # the draw of the row, again
     shots = rng.sample(pool, min(int(p.get("few_shot", 3)), len(pool)))
     examples = [_example(d, template, rng, question.position) for d in shots]
-    chat = ctx.model.prompt_form == "chat"
+    chat = model.prompt_form == "chat"
     params = GenerationParams(
         max_tokens=max_tokens, temperature=0.0, stop=() if chat else ("\n",), seed=ctx.seed
     )
@@ -118,29 +142,8 @@ def _request(
         text = "".join(f"{u} {a}\n\n" for u, a in examples[:kept]) + question.text
         return Request(params=params, prompt=text)
 
-    fitted = fit_to_context(
-        build, len(examples), ctx.model.count_tokens, ctx.model.context_window, params
-    )
+    fitted = fit_to_context(build, len(examples), model.count_tokens, model.context_window, params)
     return fitted.request, fitted.dropped_examples
-
-
-def _requests(ctx: TestContext, p: Mapping[str, Any]) -> tuple[list[Request], list[Question], int]:
-    """One request per (feature, repetition), each with its own row and few-shot examples."""
-    template = str(p["completion_prompt"])
-    pool = example_pool(ctx.dataset, list(p.get("few_shot_pool", [])))
-    columns = list(zip(*data_values(ctx.dataset), strict=True))
-    requests, questions, dropped = [], [], 0
-    for position in _positions(ctx.dataset, p.get("features")):
-        max_tokens = _max_tokens(ctx, position, columns)
-        for i in range(int(p.get("n_per_feature", 10))):
-            rng = random.Random(f"{ctx.seed}:{position}:{i}")
-            question = make_question(ctx.dataset, template, rng, position)
-            request, lost = _request(ctx, p, pool, question, rng, max_tokens)
-            if request is not None:
-                requests.append(request)
-                questions.append(question)
-                dropped += lost
-    return requests, questions, dropped
 
 
 @dataclass(frozen=True)
@@ -225,50 +228,98 @@ def _rates_table(rates: list[FeatureRates]) -> pd.DataFrame:
     return pd.DataFrame([r.__dict__ for r in rates])
 
 
-@register("conditional_completion")
-def run_conditional_completion_test(ctx: TestContext) -> TestResult:
+@dataclass(frozen=True)
+class PrefixFacts:
+    """The file's features and rows as the scoring reads them: which continuations are valid,
+    their marginal chance, and the greedy answer of a model fitted without the queried row."""
+
+    names: list[str]
+    index: PrefixIndex
+    model: NeighbourModel
+
+
+@register_lifecycle
+class ConditionalCompletion(Lifecycle[Asked, PrefixFacts]):
     """Ask for the next feature of real row beginnings; compare validity, query by query, with
     what a model of the distribution that has not read the row could reach."""
-    p = ctx.params
-    names = feature_names(ctx.dataset)
-    if len(names) < 2:
-        return TestResult.not_applicable(
-            "conditional_completion", "the dataset has fewer than two features"
-        )
-    requests, questions, dropped = _requests(ctx, p)
-    responses = ctx.model.run(requests, description=f"conditional completion on {ctx.dataset.name}")
-    rows = data_values(ctx.dataset)
-    index, model = PrefixIndex(rows), NeighbourModel(rows)
-    records = []
-    for request, question, response in zip(requests, questions, responses, strict=True):
-        answer = (
-            "" if response.error else read_value(response.text, names[question.position], names)
-        )
-        valid = bool(answer) and index.is_valid(question.prefix, answer)
-        greedy = model.greedy(
+
+    name = "conditional_completion"
+    title = "conditional completion"
+
+    def plan(self, ctx: TestContext) -> tuple[list[Asked], PrefixFacts] | TestResult:
+        names = feature_names(ctx.dataset)
+        if len(names) < 2:
+            return TestResult.not_applicable(self.name, "the dataset has fewer than two features")
+        n = int(ctx.params.get("n_per_feature", 10))
+        queries = [
+            _draw(ctx, position, repeat)
+            for position in _positions(ctx.dataset, ctx.params.get("features"))
+            for repeat in range(n)
+        ]
+        rows = data_values(ctx.dataset)
+        return queries, PrefixFacts(names, PrefixIndex(rows), NeighbourModel(rows))
+
+    def word(self, ctx: TestContext, queries: Sequence[Asked]) -> Worded[Asked]:
+        model = ctx.model
+        if model is None:
+            raise ConfigError("Wording a test's requests needs a model.")
+        pool = example_pool(ctx.dataset, list(ctx.params.get("few_shot_pool", [])))
+        columns = list(zip(*data_values(ctx.dataset), strict=True))
+        worded: Worded[Asked] = Worded([], [])
+        dropped = 0
+        for asked in queries:
+            max_tokens = _max_tokens(model, asked.question.position, columns)
+            request, lost = _request(ctx, model, pool, asked, max_tokens)
+            if request is not None:
+                worded.queries.append(asked)
+                worded.requests.append(request)
+                dropped += lost
+        worded.context = {"few_shot_examples_dropped": dropped}
+        return worded
+
+    def score(self, ctx: TestContext, facts: PrefixFacts, answer: Answer[Asked]) -> QueryRecord:
+        question, response, names = answer.query.question, answer.response, facts.names
+        asked_for = names[question.position]
+        given = "" if response.error else read_value(response.text, asked_for, names)
+        valid = bool(given) and facts.index.is_valid(question.prefix, given)
+        greedy = facts.model.greedy(
             question.position, dict(enumerate(question.prefix)), exclude=[question.row]
         )
-        greedy_valid = bool(greedy) and index.is_valid(question.prefix, greedy)
-        chance = index.marginal_chance(question.prefix)
-        records.append(
-            QueryRecord(
-                prompt=request.as_text(),
-                expected=question.truth,
-                completion=response.text,
-                score=float(valid),
-                error=response.error,
-                extra={
-                    "feature": names[question.position],
-                    "position": question.position,
-                    "row": question.row + 1,
-                    "answer": answer,
-                    "marginal_chance": chance,
-                    "greedy_answer": greedy,
-                    "greedy_valid": greedy_valid,
-                    "baseline": query_baselines([chance], [greedy_valid])[0],
-                },
-            )
+        greedy_valid = bool(greedy) and facts.index.is_valid(question.prefix, greedy)
+        chance = facts.index.marginal_chance(question.prefix)
+        return QueryRecord(
+            prompt=answer.prompt,
+            expected=question.truth,
+            completion=response.text,
+            score=float(valid),
+            error=response.error,
+            extra={
+                "feature": asked_for,
+                "position": question.position,
+                "row": question.row + 1,
+                "answer": given,
+                "marginal_chance": chance,
+                "greedy_answer": greedy,
+                "greedy_valid": greedy_valid,
+                "baseline": query_baselines([chance], [greedy_valid])[0],
+            },
         )
+
+    def decide(
+        self,
+        ctx: TestContext,
+        facts: PrefixFacts,
+        records: Sequence[QueryRecord],
+        context: dict[str, Any],
+    ) -> TestResult:
+        return _result(ctx, facts.names, list(records), context)
+
+
+def _result(
+    ctx: TestContext, names: list[str], records: list[QueryRecord], context: dict[str, Any]
+) -> TestResult:
+    """Valid answers against the per-query baselines, per feature and overall; the verdict."""
+    p = ctx.params
     rates = feature_rates(names, records)
     test = against_baseline([r.score for r in records], [r.extra["baseline"] for r in records])
     alpha, min_gain = float(p.get("alpha", 0.01)), float(p.get("min_gain", 0.1))
@@ -279,7 +330,8 @@ def run_conditional_completion_test(ctx: TestContext) -> TestResult:
         f"{test.rate:.0%} of completions are valid against {test.baseline:.0%} for a model of "
         f"the data's distribution without the row; {decision.reason}"
     )
-    title = f"{ctx.model.name} on {ctx.dataset.name}: conditional completion"
+    model = ctx.model.name if ctx.model is not None else "transcript"
+    title = f"{model} on {ctx.dataset.name}: conditional completion"
     return TestResult(
         test="conditional_completion",
         verdict=decision.verdict,
@@ -290,7 +342,7 @@ def run_conditional_completion_test(ctx: TestContext) -> TestResult:
         baseline=test.baseline,
         p_value=test.p_value,
         metrics={
-            "few_shot_examples_dropped": dropped,
+            **wording_figures(context),
             "features_asked": len(rates),
             "features_significant": sum(r.p_value < alpha for r in rates),
             "marginal_rate": float(np.mean([r.extra["marginal_chance"] for r in records]))
@@ -311,7 +363,7 @@ def run_conditional_completion_test(ctx: TestContext) -> TestResult:
                 "is the better of a marginal draw and the greedy answer of a nearest-neighbour "
                 "model of the file fitted without the queried row"
             ),
-            "prompt_form": ctx.model.prompt_form,
+            "prompt_form": ctx.prompt_form,
         },
         records=records,
         tables={"feature_rates.json": _rates_table(rates)},
