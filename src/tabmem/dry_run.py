@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.console import Console
 
-from tabmem.battery.base import TestContext, get_test
+from tabmem.battery.base import TestContext, run_test
 from tabmem.cell import Cell
 from tabmem.data import load_dataset
 from tabmem.data.transforms import apply_transform
@@ -44,10 +44,11 @@ def plan_cell(cfg: Any, job_dir: Path, console: Console) -> None:
             note = skip_reason(cfg, name)
             if not note:
                 try:
-                    get_test(name)(
+                    run_test(
+                        name,
                         TestContext(
                             dataset=dataset, model=model, params=test_cfg, seed=int(cfg.seed)
-                        )
+                        ),
                     )
                 except Exception as exc:
                     note = f"the test stopped on unsent answers: {type(exc).__name__}: {exc}"

@@ -17,7 +17,7 @@ import pandas as pd
 import yaml
 from rich.console import Console
 
-from tabmem.battery.base import TestContext, get_test
+from tabmem.battery.base import TestContext, run_test
 from tabmem.cell import Cell, cell_params, config_hash
 from tabmem.data import load_dataset
 from tabmem.data.transforms import apply_transform
@@ -184,8 +184,9 @@ def _run_pending(
             model.budget_stop = None
             model.answered.clear()
             try:
-                result = get_test(cell.test)(
-                    TestContext(dataset=dataset, model=model, params=test_cfg, seed=int(cfg.seed))
+                result = run_test(
+                    cell.test,
+                    TestContext(dataset=dataset, model=model, params=test_cfg, seed=int(cfg.seed)),
                 )
                 if model.budget_stop:
                     raise BudgetReached(

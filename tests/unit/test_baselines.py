@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tabmem.battery.base import TestContext
+from tabmem.battery.base import TestContext, inapplicable_reason
 from tabmem.battery.fewshot_predict import run_fewshot_predict
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
-from tabmem.llm.baselines import BaselineBackend, baseline_of, needs_language_model
+from tabmem.llm.baselines import BaselineBackend, baseline_of
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.registry import build_backend, build_model
 from tabmem.results import Verdict
@@ -95,9 +95,9 @@ def test_prompting_a_baseline_gives_failed_queries_that_say_why():
     )
     responses = model.run([Request(params=GenerationParams(max_tokens=4), prompt="x")])
     assert "statistical baseline" in responses[0].error
-    assert "test=fewshot_predict" in needs_language_model("header", model)
-    assert needs_language_model("fewshot_predict", model) is None
-    assert needs_language_model("statistical_learning", model) is None
+    assert "test=fewshot_predict" in inapplicable_reason("header", model)
+    assert inapplicable_reason("fewshot_predict", model) == ""
+    assert inapplicable_reason("statistical_learning", model) == ""
 
 
 def test_fewshot_predict_fits_a_baseline_on_the_rows_outside_each_block():

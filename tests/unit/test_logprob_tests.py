@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tabmem.battery.base import TestContext
-from tabmem.battery.min_k_prob import row_pairs, run_min_k_prob
-from tabmem.battery.row_order import run_row_order, shuffled_orders
+from tabmem.battery.base import TestContext, run_test
+from tabmem.battery.min_k_prob import MinKProb, row_pairs
+from tabmem.battery.row_order import RowOrderTest, shuffled_orders
 from tabmem.data import Dataset, DatasetSpec, dataset_specs, load_dataset
 from tabmem.data.csvtext import raw_fields
+from tabmem.llm.base import LOGPROBS
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.logprobs import ScoreRequest
@@ -186,7 +187,7 @@ def test_a_donor_with_the_same_values_drops_the_pair_instead_of_redrawing():
 
 
 def test_min_k_prob_memorizer_is_evidence():
-    result = run_min_k_prob(context(RowMemorizer(TEXT), n_rows=20))
+    result = MinKProb().run(context(RowMemorizer(TEXT), n_rows=20))
     assert result.verdict == Verdict.EVIDENCE, result.reason
     assert result.metrics["win_rate"] == 1.0
     assert result.n_hits == result.n_queries == 20
@@ -199,7 +200,7 @@ def test_min_k_prob_a_model_that_knows_formats_and_distribution_gets_no_evidence
     # The old contrasts (last digit moved) broke formats: `4074.0` -> `4074.1`, `0` -> `1`,
     # education codes that no education has; this scorer found every one of them.
     backend = DistributionKnower(CENSUS)
-    result = run_min_k_prob(context(backend, dataset(CENSUS, "census"), seed=seed, n_rows=50))
+    result = MinKProb().run(context(backend, dataset(CENSUS, "census"), seed=seed, n_rows=50))
     assert result.verdict != Verdict.EVIDENCE, result.reason
     assert result.metrics["pairs_scored"] == 50
     assert result.metrics["win_rate"] < 0.65
@@ -215,10 +216,13 @@ def test_min_k_prob_the_distribution_knower_finds_format_breaks():
     assert min(score[0].logprobs) > min(score[1].logprobs)
 
 
-def test_min_k_prob_without_logprobs_is_not_applicable():
-    result = run_min_k_prob(context(NoScoreBackend(TEXT)))
+def test_min_k_prob_without_logprobs_is_not_applicable_before_it_runs():
+    ctx = context(NoScoreBackend(TEXT))
+    assert LOGPROBS not in ctx.model.capabilities
+    result = run_test("min_k_prob", ctx)
     assert result.verdict == Verdict.NOT_APPLICABLE
     assert "gives no log-probabilities" in result.reason
+    assert result.n_queries == 0 and ctx.model.stats.model_calls == 0
 
 
 def test_min_k_prob_failed_scores_are_failed_queries_not_crashes():
@@ -226,34 +230,34 @@ def test_min_k_prob_failed_scores_are_failed_queries_not_crashes():
         def logprobs(self, text, context=""):
             raise RuntimeError("device lost")
 
-    result = run_min_k_prob(context(Failing(TEXT), n_rows=12))
+    result = MinKProb().run(context(Failing(TEXT), n_rows=12))
     assert result.verdict == Verdict.NOT_APPLICABLE
     assert all(r.error and "device lost" in r.error for r in result.records)
 
 
 def test_min_k_prob_without_a_varying_column_is_not_applicable():
     text = "a,b\n" + "".join(f"x,{i}\n" for i in range(30))  # one column varies: no contrast
-    result = run_min_k_prob(context(RowMemorizer(text), dataset(text, "flat")))
+    result = MinKProb().run(context(RowMemorizer(text), dataset(text, "flat")))
     assert result.verdict == Verdict.NOT_APPLICABLE
     assert "got a contrast row" in result.reason
 
 
 def test_row_order_memorizer_beats_every_shuffle():
-    result = run_row_order(context(ScoringBackend(TEXT), n_rows=12))
+    result = RowOrderTest().run(context(ScoringBackend(TEXT), n_rows=12))
     assert result.verdict == Verdict.EVIDENCE, result.reason
     assert result.n_hits == 199
     assert result.p_value == pytest.approx(1 / 200)
 
 
 def test_row_order_without_memory_is_no_evidence():
-    result = run_row_order(context(ScoringBackend(TEXT, memorizer=False), n_rows=12))
+    result = RowOrderTest().run(context(ScoringBackend(TEXT, memorizer=False), n_rows=12))
     assert result.verdict == Verdict.NO_EVIDENCE
     assert result.p_value == 1.0  # every shuffle ties with the file order
 
 
 def test_row_order_on_sorted_rows_is_not_applicable_before_any_query():
     backend = ScoringBackend(SORTED)
-    result = run_row_order(context(backend, dataset(SORTED, "sorted"), n_rows=20))
+    result = RowOrderTest().run(context(backend, dataset(SORTED, "sorted"), n_rows=20))
     assert result.verdict == Verdict.NOT_APPLICABLE
     assert "not in random order" in result.reason and "ordered columns: id" in result.reason
     assert backend.calls == 0
@@ -265,7 +269,7 @@ def test_row_order_on_iris_is_not_applicable_the_file_is_grouped_by_species():
     memory there."""
     iris = load_dataset(dataset_specs()["iris"])
     backend = ScoringBackend(iris.text, memorizer=False)
-    result = run_row_order(context(backend, iris, structure_shuffles=1999))
+    result = RowOrderTest().run(context(backend, iris, structure_shuffles=1999))
     assert result.verdict == Verdict.NOT_APPLICABLE
     assert "not in random order" in result.reason and "species" in result.reason
     assert 0.05 < result.metrics["structure_p_value"] < 0.5  # passed the old gate
@@ -281,7 +285,7 @@ def test_row_order_sees_an_order_that_only_the_whole_file_shows():
         f"{rng.integers(0, 1000)},{rng.integers(0, 1000)},{'ab'[i >= 100]}\n" for i in range(200)
     )
     backend = ScoringBackend(text, memorizer=False)
-    result = run_row_order(context(backend, dataset(text, "grouped"), n_rows=20))
+    result = RowOrderTest().run(context(backend, dataset(text, "grouped"), n_rows=20))
     assert result.verdict == Verdict.NOT_APPLICABLE
     assert result.metrics["structure_p_value"] == 1.0
     assert "ordered columns: kind" in result.reason
@@ -297,7 +301,7 @@ def test_row_order_refuses_a_weak_order_of_the_first_rows_that_no_5_percent_test
         for i in range(200)
     )
     backend = ScoringBackend(text, memorizer=False)
-    result = run_row_order(context(backend, dataset(text, "drift"), n_rows=24))
+    result = RowOrderTest().run(context(backend, dataset(text, "drift"), n_rows=24))
     assert result.verdict == Verdict.NOT_APPLICABLE
     assert 0.05 < result.metrics["structure_p_value"] <= 0.5
     assert result.metrics["file_order_p_value"] > 0.05

@@ -28,3 +28,16 @@ def test_the_config_names_registered_tests(path):
 
 def test_every_registered_test_has_a_config():
     assert set(registry()) <= {p.stem for p in FILES}
+
+
+def test_a_baseline_is_refused_by_the_runner_for_tests_that_need_text():
+    from tabmem.battery.base import inapplicable_reason
+    from tabmem.llm.baselines import BaselineBackend
+    from tabmem.llm.client import LanguageModel
+
+    model = LanguageModel(BaselineBackend("lr", "logistic_regression", {}), "lr")
+    reason = inapplicable_reason("header", model)
+    assert "statistical baseline, not a language model" in reason
+    assert "test=fewshot_predict and test=statistical_learning" in reason
+    assert inapplicable_reason("fewshot_predict", model) == ""
+    assert "gives no log-probabilities" in inapplicable_reason("min_k_prob", model)

@@ -10,7 +10,9 @@ from typing import Any
 
 from tabmem.data import Dataset
 from tabmem.errors import ConfigError
+from tabmem.llm.base import FIT, GENERATE, LOGPROBS
 from tabmem.llm.client import LanguageModel
+from tabmem.llm.logprobs import no_logprobs_reason
 from tabmem.results import TestResult
 
 
@@ -40,13 +42,19 @@ class TestContext:
 
 TestFunction = Callable[[TestContext], TestResult]
 _REGISTRY: dict[str, TestFunction] = {}
+_NEEDS: dict[str, frozenset[str]] = {}
+WRITES_TEXT = frozenset({GENERATE})
 
 
-def register(name: str) -> Callable[[TestFunction], TestFunction]:
-    """Decorator: make a test function runnable as ``test=<name>``."""
+def register(
+    name: str, needs: frozenset[str] = WRITES_TEXT
+) -> Callable[[TestFunction], TestFunction]:
+    """Decorator: make a test function runnable as ``test=<name>``. ``needs`` names the model
+    capabilities (``tabmem.llm.base``) of which the test can use any one."""
 
     def add(function: TestFunction) -> TestFunction:
         _REGISTRY[name] = function
+        _NEEDS[name] = needs
         return function
 
     return add
@@ -66,3 +74,31 @@ def get_test(name: str) -> TestFunction:
     if name not in tests:
         raise ConfigError(f"Unknown test '{name}'; choose one of: {', '.join(sorted(tests))}.")
     return tests[name]
+
+
+def inapplicable_reason(name: str, model: LanguageModel) -> str:
+    """Why test ``name`` cannot run with ``model`` (it has none of the capabilities the test
+    can use), or "" when it can; the runner decides this once, before the test runs."""
+    registry()
+    needs = _NEEDS.get(name, WRITES_TEXT)
+    if needs & model.capabilities:
+        return ""
+    if LOGPROBS in needs:
+        return no_logprobs_reason(model)
+    users = " and ".join(f"test={t}" for t in sorted(_NEEDS) if model.capabilities & _NEEDS[t])
+    if model.capabilities == {FIT}:
+        return (
+            f"model '{model.name}' is a statistical baseline, not a language model: only "
+            f"{users} can use it"
+        )
+    return (
+        f"model '{model.name}' can {' and '.join(sorted(model.capabilities)) or 'nothing'} but "
+        f"not {' or '.join(sorted(needs))}: only {users or 'no test'} can use it"
+    )
+
+
+def run_test(name: str, ctx: TestContext) -> TestResult:
+    """Run test ``name`` on a cell, or say why it does not apply to the cell's model."""
+    test = get_test(name)
+    reason = inapplicable_reason(name, ctx.model) if ctx.model is not None else ""
+    return TestResult.not_applicable(name, reason) if reason else test(ctx)

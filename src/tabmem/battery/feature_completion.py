@@ -25,6 +25,7 @@ from tabmem.battery.lifecycle import (
     Recorded,
     Rescorable,
     Worded,
+    against_query_baselines,
     register_lifecycle,
     wording_figures,
 )
@@ -35,8 +36,8 @@ from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.answers import feature_answer, values_match
 from tabmem.stats.baselines import MarginalMatch, marginal_match
 from tabmem.stats.neighbours import NeighbourModel
-from tabmem.stats.paired import against_baseline, query_baselines
-from tabmem.stats.pvalues import binomial_greater, clopper_pearson
+from tabmem.stats.paired import query_baselines
+from tabmem.stats.pvalues import binomial_greater
 from tabmem.stats.uniqueness import (
     UniqueFeature,
     duplicate_row_fraction,
@@ -44,7 +45,7 @@ from tabmem.stats.uniqueness import (
     text_columns,
     unique_fraction,
 )
-from tabmem.stats.verdicts import decide, no_power_reason
+from tabmem.stats.verdicts import no_power_reason
 
 TEST = "feature_completion"
 
@@ -304,32 +305,15 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
         context: dict[str, Any],
     ) -> TestResult:
         """The answers against each query's data-only baseline, and the context."""
-        p = ctx.params
         chosen, chance = facts.chosen, facts.chance
         n = len(records)
         hits = int(sum(r.score for r in records))
-        test = against_baseline([r.score for r in records], [r.extra["baseline"] for r in records])
-        statistic = f"exact values of {chosen.name} over the data-only baseline"
-        decision = decide(
-            statistic,
-            test.p_value,
-            test.effect,
-            float(p.get("alpha", 0.01)),
-            float(p.get("min_effect", 0.1)),
-        )
-        low, high = clopper_pearson(hits, n)
-        return TestResult(
-            test=TEST,
-            verdict=decision.verdict,
-            reason=decision.reason,
-            n_queries=n,
-            n_hits=hits,
-            rate=hits / n,
-            baseline=test.baseline,
-            p_value=test.p_value,
+        return against_query_baselines(
+            ctx,
+            TEST,
+            f"exact values of {chosen.name} over the data-only baseline",
+            records,
             metrics={
-                "rate_ci_low": low,
-                "rate_ci_high": high,
                 "unique_fraction": chosen.unique_fraction,
                 "baseline_marginal_draw": chance.draw_rate,
                 "baseline_mode": chance.mode_rate,
@@ -352,5 +336,4 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
                     "per-query baselines)"
                 ),
             },
-            records=list(records),
         )

@@ -27,7 +27,7 @@ from tabmem.data import Dataset
 from tabmem.data.prediction import PredictionData, prediction_data
 from tabmem.data.splits import Block, holdout_blocks, stratified_sample
 from tabmem.data.transforms import spec_of, transform_name
-from tabmem.llm.base import GenerationParams, Request
+from tabmem.llm.base import FIT, GENERATE, GenerationParams, Request
 from tabmem.llm.baselines import BaselineBackend, baseline_of
 from tabmem.prompts.fewshot import fit_to_context
 from tabmem.prompts.ifthen import IfThenFormat, ifthen_request
@@ -271,7 +271,7 @@ def _records(predictions: Sequence[Prediction]) -> list[QueryRecord]:
     ]
 
 
-@register(NAME)
+@register(NAME, needs=frozenset({GENERATE, FIT}))
 def run_fewshot_predict(ctx: TestContext) -> TestResult:
     """Predict held-out rows from few-shot examples (or fit a baseline); score the accuracy."""
     p = ctx.params

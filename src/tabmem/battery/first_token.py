@@ -17,7 +17,12 @@ from functools import cache
 from typing import Any
 
 from tabmem.battery.base import TestContext
-from tabmem.battery.lifecycle import Answer, register_lifecycle, wording_figures
+from tabmem.battery.lifecycle import (
+    Answer,
+    against_query_baselines,
+    register_lifecycle,
+    wording_figures,
+)
 from tabmem.battery.row_completion import (
     Window,
     WindowTest,
@@ -28,12 +33,11 @@ from tabmem.errors import ConfigError
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.answers import first_csv_row
 from tabmem.stats.independence import RowOrder
-from tabmem.stats.paired import against_baseline, unreachable_reason
+from tabmem.stats.paired import unreachable_reason
 from tabmem.stats.predictors import FirstTokenBaseline, first_token_baseline
-from tabmem.stats.pvalues import binomial_greater, clopper_pearson, mcnemar_greater
+from tabmem.stats.pvalues import binomial_greater, mcnemar_greater
 from tabmem.stats.tokens import first_token
 from tabmem.stats.uniqueness import is_row_id, text_columns
-from tabmem.stats.verdicts import decide
 
 TEST = "first_token"
 
@@ -175,33 +179,17 @@ class FirstToken(WindowTest[TokenFacts]):
         context: dict[str, Any],
     ) -> TestResult:
         """The answers' first tokens against each query's baseline, and the context."""
-        p = ctx.params
         baseline, best = facts.baseline, facts.baseline.best
         model_only = sum(r.score == 1 and not r.extra["baseline_right"] for r in records)
         baseline_only = sum(r.score == 0 and r.extra["baseline_right"] for r in records)
         n = len(records)
         hits = int(sum(r.score for r in records))
-        test = against_baseline([r.score for r in records], [r.extra["baseline"] for r in records])
-        decision = decide(
+        return against_query_baselines(
+            ctx,
+            TEST,
             "first tokens over each query's data-only baseline",
-            test.p_value,
-            test.effect,
-            float(p.get("alpha", 0.01)),
-            float(p.get("min_effect", 0.1)),
-        )
-        low, high = clopper_pearson(hits, n)
-        return TestResult(
-            test=TEST,
-            verdict=decision.verdict,
-            reason=decision.reason,
-            n_queries=n,
-            n_hits=hits,
-            rate=hits / n,
-            baseline=test.baseline,
-            p_value=test.p_value,
+            records,
             metrics={
-                "rate_ci_low": low,
-                "rate_ci_high": high,
                 **{f"baseline_{r.name}": r.accuracy for r in baseline.predictors},
                 "baseline_cross_fitted": best.accuracy,
                 "baseline_chance": baseline.chance,
@@ -226,7 +214,6 @@ class FirstToken(WindowTest[TokenFacts]):
                 "few_shot_datasets": context.get("few_shot_datasets", []),
                 "prompt_form": ctx.prompt_form,
             },
-            records=list(records),
             tables={
                 "first_token_baselines.json": baseline.table(),
                 "row_order.json": facts.order.columns,

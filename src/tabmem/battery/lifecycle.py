@@ -1,13 +1,13 @@
 """One lifecycle for a test: plan its queries, ask them, score each answer, decide.
 
 ``plan`` picks the queries from the config and the seed and fits the data-only facts the
-decision needs, or says why the test cannot apply; ``word`` turns
-the queries into requests that fit the model's context; the harness asks them (``run``);
-``score`` turns one query and its answer into a record; ``decide`` turns the records into the
-statistic, baseline, p-value and verdict. A test written this way never calls the model. A
-``Rescorable`` test splits its plan into ``pick`` (the queries) and ``prepare`` (the facts
-for any queries), so ``tabmem.rescore`` can feed it answers recorded elsewhere, each query
-found in the dataset by ``locate``.
+decision needs, or says why the test cannot apply; ``word`` turns the queries into requests
+that fit the model's context; the harness asks them (``run``, ``ask``: generated text, or
+log-probabilities for a ``ScoringTest``); ``score`` turns one query and its answer into a
+record; ``decide`` turns the records into the statistic, baseline, p-value and verdict. A
+test written this way never calls the model. A ``Rescorable`` test splits its plan into
+``pick`` (the queries) and ``prepare`` (the facts for any queries), so ``tabmem.rescore`` can
+feed it answers recorded elsewhere, each query found in the dataset by ``locate``.
 """
 
 from __future__ import annotations
@@ -17,10 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
-from tabmem.battery.base import TestContext, register, registry
+from tabmem.battery.base import WRITES_TEXT, TestContext, register, registry
 from tabmem.errors import ConfigError
-from tabmem.llm.base import Request, Response
+from tabmem.llm.base import LOGPROBS, Request, Response
+from tabmem.llm.logprobs import no_logprobs_reason
 from tabmem.results import QueryRecord, TestResult
+from tabmem.stats.paired import against_baseline
+from tabmem.stats.pvalues import clopper_pearson
+from tabmem.stats.verdicts import decide
 
 Q = TypeVar("Q")
 F = TypeVar("F")
@@ -49,18 +53,20 @@ class Worded(Generic[Q]):
     answers have no wording, so their context is empty."""
 
     queries: list[Q]
-    requests: list[Request]
+    requests: list[Any]  # a Request each; a tuple of ScoreRequest for a ScoringTest
     context: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Answer(Generic[Q]):
-    """The ``index``-th answered query of a cell: the query, its prompt text, the answer."""
+    """The ``index``-th answered query of a cell: the query, its prompt text, the answer, and
+    the request it was asked with (None for a recorded answer)."""
 
     index: int
     query: Q
     prompt: str
     response: Response
+    request: Any = None
 
 
 class Lifecycle(ABC, Generic[Q, F]):
@@ -69,6 +75,7 @@ class Lifecycle(ABC, Generic[Q, F]):
     name: ClassVar[str]
     title: ClassVar[str]  # how progress bars name the test: "row completion"
     nothing_fits: ClassVar[str] = "no query fits the model's context window with its answer"
+    needs: ClassVar[frozenset[str]] = WRITES_TEXT  # model capabilities; any one will do
 
     @abstractmethod
     def plan(self, ctx: TestContext) -> tuple[list[Q], F] | TestResult:
@@ -107,16 +114,26 @@ class Lifecycle(ABC, Generic[Q, F]):
         worded = self.word(ctx, queries)
         if not worded.requests:
             return self.unfit(ctx, facts, worded)
-        responses = ctx.model.run(
-            worded.requests, description=f"{self.title} test on {ctx.dataset.name}"
-        )
+        responses = self.ask(ctx, worded.requests)
         answers = [
-            Answer(i, query, request.as_text(), response)
+            Answer(
+                i,
+                query,
+                request.as_text() if isinstance(request, Request) else "",
+                response,
+                request,
+            )
             for i, (query, request, response) in enumerate(
                 zip(worded.queries, worded.requests, responses, strict=True)
             )
         ]
         return self.judge(ctx, facts, answers, worded.context)
+
+    def ask(self, ctx: TestContext, requests: Sequence[Any]) -> list[Any]:
+        """The model's answers to the requests, in order (cached, retried, never raising)."""
+        if ctx.model is None:
+            raise ConfigError("Asking a test's requests needs a model.")
+        return ctx.model.run(requests, description=f"{self.title} test on {ctx.dataset.name}")
 
     def judge(
         self,
@@ -127,6 +144,26 @@ class Lifecycle(ABC, Generic[Q, F]):
     ) -> TestResult:
         """Score every answer, then decide: the half of the lifecycle that rescoring shares."""
         return self.decide(ctx, facts, [self.score(ctx, facts, a) for a in answers], context)
+
+
+class ScoringTest(Lifecycle[Q, F]):
+    """A test that reads the log-probabilities of texts instead of generated answers: a query's
+    request is a tuple of ``ScoreRequest`` and its answer the tuple of their scores."""
+
+    needs = frozenset({LOGPROBS})
+
+    def ask(self, ctx: TestContext, requests: Sequence[Any]) -> list[Any]:
+        if ctx.model is None:
+            raise ConfigError("Asking a test's requests needs a model.")
+        flat = [one for group in requests for one in group]
+        scores = ctx.model.logprobs(flat, description=f"{self.title} on {ctx.dataset.name}")
+        if scores is None:
+            raise ConfigError(no_logprobs_reason(ctx.model))
+        grouped, at = [], 0
+        for group in requests:
+            grouped.append(tuple(scores[at : at + len(group)]))
+            at += len(group)
+        return grouped
 
 
 class Rescorable(Lifecycle[Q, F]):
@@ -161,7 +198,7 @@ def register_lifecycle(cls: L) -> L:
     test = cls()
     if isinstance(test, Rescorable):
         _RESCORABLE[cls.name] = test
-    register(cls.name)(test.run)
+    register(cls.name, cls.needs)(test.run)
     return cls
 
 
@@ -180,3 +217,39 @@ def rescorable_test(name: str) -> Rescorable[Any, Any]:
 def wording_figures(context: dict[str, Any]) -> dict[str, float]:
     """The numbers of a wording's context, as the result's metrics."""
     return {k: v for k, v in context.items() if isinstance(v, int | float)}
+
+
+def against_query_baselines(
+    ctx: TestContext,
+    name: str,
+    statistic: str,
+    records: Sequence[QueryRecord],
+    metrics: dict[str, float],
+    info: dict[str, Any],
+    tables: dict[str, Any] | None = None,
+) -> TestResult:
+    """The decision of a test whose every query has its own data-only baseline (its record's
+    ``extra["baseline"]``): hits against those baselines by the exact Poisson-binomial test,
+    then the shared rule (``stats.verdicts``) at the test's ``alpha`` and ``min_effect``."""
+    n = len(records)
+    hits = int(sum(r.score for r in records))
+    test = against_baseline([r.score for r in records], [r.extra["baseline"] for r in records])
+    alpha = float(ctx.params.get("alpha", 0.01))
+    decision = decide(
+        statistic, test.p_value, test.effect, alpha, float(ctx.params.get("min_effect", 0.1))
+    )
+    low, high = clopper_pearson(hits, n)
+    return TestResult(
+        test=name,
+        verdict=decision.verdict,
+        reason=decision.reason,
+        n_queries=n,
+        n_hits=hits,
+        rate=hits / n,
+        baseline=test.baseline,
+        p_value=test.p_value,
+        metrics={"rate_ci_low": low, "rate_ci_high": high, **metrics},
+        info=info,
+        records=list(records),
+        tables=tables or {},
+    )

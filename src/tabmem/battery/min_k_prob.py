@@ -12,13 +12,16 @@ test).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from tabmem.battery.base import TestContext, register
+from tabmem.battery.base import TestContext
+from tabmem.battery.lifecycle import Answer, ScoringTest, Worded, register_lifecycle
 from tabmem.data import Dataset
-from tabmem.llm.logprobs import ScoreRequest, ScoreResponse, has_logprobs, no_logprobs_reason
+from tabmem.llm.logprobs import ScoreRequest, ScoreResponse
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.auc import auc
 from tabmem.stats.contrast import ContrastTable
@@ -104,34 +107,60 @@ def _record(pair: RowPair, real: ScoreResponse, other: ScoreResponse, k: float) 
     return QueryRecord(pair.context, pair.real, "", win, extra=extra)
 
 
-@register("min_k_prob")
-def run_min_k_prob(ctx: TestContext) -> TestResult:
+@dataclass(frozen=True)
+class PairFacts:
+    """The share of least likely tokens scored, and how many sampled rows got no contrast."""
+
+    k: float
+    dropped: int
+
+
+@register_lifecycle
+class MinKProb(ScoringTest[RowPair, PairFacts]):
     """Score real rows and their contrast rows; the share of pairs won, exact sign test."""
-    p = ctx.params
-    if not has_logprobs(ctx.model.backend):
-        return TestResult.not_applicable("min_k_prob", no_logprobs_reason(ctx.model))
-    k = float(p.get("k_percent", 20))
-    sample = row_pairs(
-        ctx.dataset,
-        int(p.get("n_rows", 50)),
-        int(p.get("context_rows", 0)),
-        float(p.get("fields_fraction", 0.5)),
-        int(p.get("donor_pool", 5)),
-        np.random.default_rng(ctx.seed),
-    )
-    pairs = sample.pairs
-    min_pairs = int(p.get("min_pairs", 10))
-    if len(pairs) < min_pairs:
-        return TestResult.not_applicable(
-            "min_k_prob",
-            f"only {len(pairs)} rows got a contrast row (a row needs a column whose values vary "
-            f"and a donor that brings other values); the test needs {min_pairs}",
-            info={"pairs_dropped": sample.dropped},
+
+    name = "min_k_prob"
+    title = "Min-K% Prob"
+
+    def plan(self, ctx: TestContext) -> tuple[list[RowPair], PairFacts] | TestResult:
+        p = ctx.params
+        sample = row_pairs(
+            ctx.dataset,
+            int(p.get("n_rows", 50)),
+            int(p.get("context_rows", 0)),
+            float(p.get("fields_fraction", 0.5)),
+            int(p.get("donor_pool", 5)),
+            np.random.default_rng(ctx.seed),
         )
-    requests = [ScoreRequest(t, pair.context) for pair in pairs for t in (pair.real, pair.contrast)]
-    scores = ctx.model.logprobs(requests, description=f"Min-K% Prob on {ctx.dataset.name}")
-    records = [_record(pair, scores[2 * i], scores[2 * i + 1], k) for i, pair in enumerate(pairs)]
-    return _result(ctx, records, k, sample.dropped)
+        min_pairs = int(p.get("min_pairs", 10))
+        if len(sample.pairs) < min_pairs:
+            return TestResult.not_applicable(
+                self.name,
+                f"only {len(sample.pairs)} rows got a contrast row (a row needs a column whose "
+                f"values vary and a donor that brings other values); the test needs {min_pairs}",
+                info={"pairs_dropped": sample.dropped},
+            )
+        return sample.pairs, PairFacts(float(p.get("k_percent", 20)), sample.dropped)
+
+    def word(self, ctx: TestContext, queries: Sequence[RowPair]) -> Worded[RowPair]:
+        requests = [
+            (ScoreRequest(pair.real, pair.context), ScoreRequest(pair.contrast, pair.context))
+            for pair in queries
+        ]
+        return Worded(list(queries), requests)
+
+    def score(self, ctx: TestContext, facts: PairFacts, answer: Answer[RowPair]) -> QueryRecord:
+        real, contrast = answer.response
+        return _record(answer.query, real, contrast, facts.k)
+
+    def decide(
+        self,
+        ctx: TestContext,
+        facts: PairFacts,
+        records: Sequence[QueryRecord],
+        context: dict[str, Any],
+    ) -> TestResult:
+        return _result(ctx, list(records), facts.k, facts.dropped)
 
 
 def _result(ctx: TestContext, records: list[QueryRecord], k: float, dropped: int) -> TestResult:

@@ -18,11 +18,15 @@ class, pass a 5 % test). Otherwise the test is not applicable, with the reason.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
-from tabmem.battery.base import TestContext, register
+from tabmem.battery.base import TestContext
+from tabmem.battery.lifecycle import Answer, ScoringTest, Worded, register_lifecycle
 from tabmem.data import Dataset
 from tabmem.data.csvtext import parse_fields
-from tabmem.llm.logprobs import ScoreRequest, has_logprobs, no_logprobs_reason
+from tabmem.llm.logprobs import ScoreRequest
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.independence import row_order_check
 from tabmem.stats.order_structure import block_order, row_features
@@ -105,38 +109,63 @@ def z_score(value: float, mean: float, sd: float) -> float:
     return 0.0 if value == mean else float("inf") if value > mean else float("-inf")
 
 
-@register("row_order")
-def run_row_order(ctx: TestContext) -> TestResult:
+@dataclass(frozen=True)
+class Ordering:
+    """The file's first rows in one order: the file's (``None``) or a seeded shuffle."""
+
+    order: list[int] | None
+    text: str
+
+
+@register_lifecycle
+class RowOrderTest(ScoringTest[Ordering, dict[str, float]]):
     """Log-likelihood of the file's row order against shuffles, after an exchangeability check."""
-    p = ctx.params
-    if not has_logprobs(ctx.model.backend):
-        return TestResult.not_applicable("row_order", no_logprobs_reason(ctx.model))
-    rng = random.Random(ctx.seed)
-    rows = ctx.dataset.rows[: int(p.get("n_rows", 24))]
-    if len(rows) < int(p.get("min_rows", 8)):
-        return TestResult.not_applicable("row_order", f"the file has only {len(rows)} data rows")
-    reason, structure = order_signal(ctx, rows)
-    if reason is not None:
-        return TestResult.not_applicable("row_order", reason, metrics=structure)
-    orders = shuffled_orders(len(rows), int(p.get("n_permutations", 99)), rng)
-    context = ctx.dataset.header + ctx.dataset.newline
-    texts = [block_text(ctx.dataset, rows, list(range(len(rows))))]
-    texts += [block_text(ctx.dataset, rows, o) for o in orders]
-    scores = ctx.model.logprobs(
-        [ScoreRequest(t, context) for t in texts], description=f"row order on {ctx.dataset.name}"
-    )
-    records = [
-        QueryRecord(
-            prompt=context,
-            expected=text,
+
+    name = "row_order"
+    title = "row order"
+
+    def plan(self, ctx: TestContext) -> tuple[list[Ordering], dict[str, float]] | TestResult:
+        p = ctx.params
+        rng = random.Random(ctx.seed)
+        rows = ctx.dataset.rows[: int(p.get("n_rows", 24))]
+        if len(rows) < int(p.get("min_rows", 8)):
+            return TestResult.not_applicable(self.name, f"the file has only {len(rows)} data rows")
+        reason, structure = order_signal(ctx, rows)
+        if reason is not None:
+            return TestResult.not_applicable(self.name, reason, metrics=structure)
+        orders = shuffled_orders(len(rows), int(p.get("n_permutations", 99)), rng)
+        queries = [Ordering(None, block_text(ctx.dataset, rows, list(range(len(rows)))))]
+        queries += [Ordering(o, block_text(ctx.dataset, rows, o)) for o in orders]
+        return queries, structure
+
+    def word(self, ctx: TestContext, queries: Sequence[Ordering]) -> Worded[Ordering]:
+        context = ctx.dataset.header + ctx.dataset.newline
+        return Worded(list(queries), [(ScoreRequest(q.text, context),) for q in queries])
+
+    def score(
+        self, ctx: TestContext, facts: dict[str, float], answer: Answer[Ordering]
+    ) -> QueryRecord:
+        (scored,) = answer.response
+        return QueryRecord(
+            prompt=ctx.dataset.header + ctx.dataset.newline,
+            expected=answer.query.text,
             completion="",
-            score=s.total if s.error is None else 0.0,
-            error=s.error or (None if s.logprobs else "no token was scored"),
-            extra={"order": "file" if i == 0 else "shuffled", "tokens": len(s.logprobs)},
+            score=scored.total if scored.error is None else 0.0,
+            error=scored.error or (None if scored.logprobs else "no token was scored"),
+            extra={
+                "order": "file" if answer.query.order is None else "shuffled",
+                "tokens": len(scored.logprobs),
+            },
         )
-        for i, (text, s) in enumerate(zip(texts, scores, strict=True))
-    ]
-    return _result(ctx, records, structure)
+
+    def decide(
+        self,
+        ctx: TestContext,
+        facts: dict[str, float],
+        records: Sequence[QueryRecord],
+        context: dict[str, Any],
+    ) -> TestResult:
+        return _result(ctx, list(records), facts)
 
 
 def _result(

@@ -23,7 +23,7 @@ from threadpoolctl import threadpool_limits
 
 from tabmem.battery.base import TestContext, register
 from tabmem.data.linear_problems import LinearProblem, linear_problem
-from tabmem.llm.base import GenerationParams
+from tabmem.llm.base import FIT, GENERATE, GenerationParams
 from tabmem.llm.baselines import BaselineBackend, baseline_of
 from tabmem.prompts.fewshot import fit_to_context
 from tabmem.prompts.ifthen import IfThenFormat, ifthen_request
@@ -201,7 +201,7 @@ def _metrics(table: pd.DataFrame) -> dict[str, float]:
     }
 
 
-@register(NAME)
+@register(NAME, needs=frozenset({GENERATE, FIT}))
 def run_statistical_learning(ctx: TestContext) -> TestResult:
     """Ask the model (or fit the baseline) on fresh synthetic problems; compare with LR and 1-NN."""
     p = ctx.params

@@ -104,3 +104,22 @@ class LogprobBackend(Protocol):
     """
 
     def logprobs(self, text: str, context: str = "") -> list[float] | None: ...
+
+
+GENERATE = "generate"
+LOGPROBS = "logprobs"
+FIT = "fit"
+
+
+def capabilities_of(backend: Any) -> frozenset[str]:
+    """What a backend can do: ``generate`` (write text), ``logprobs`` (score text), ``fit``
+    (a statistical baseline, fitted on rows instead of prompted). A backend states its own in a
+    ``capabilities`` attribute; without one it generates, and scores text when it has a
+    ``logprobs`` method (``supports_logprobs = False`` says a server gives none)."""
+    declared = getattr(backend, "capabilities", None)
+    if declared is not None:
+        return frozenset(declared)
+    scores = callable(getattr(backend, "logprobs", None)) and bool(
+        getattr(backend, "supports_logprobs", True)
+    )
+    return frozenset({GENERATE, LOGPROBS} if scores else {GENERATE})

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from tabmem.errors import ConfigError, ProviderError
-from tabmem.llm.base import GenerationParams, Message
+from tabmem.llm.base import FIT, GenerationParams, Message
 from tabmem.llm.client import LanguageModel
 from tabmem.stats.classifiers import ESTIMATORS, Fitted, fit_predict
 
@@ -24,6 +24,8 @@ LEARNING_TESTS = ("fewshot_predict", "statistical_learning")
 
 class BaselineBackend:
     """A classifier fitted on tabular rows; ``chat`` and ``complete`` refuse with one sentence."""
+
+    capabilities = frozenset({FIT})
 
     def __init__(self, name: str, estimator: str, options: Mapping[str, Any]) -> None:
         if estimator not in ESTIMATORS:
@@ -78,14 +80,3 @@ def baseline_of(model: LanguageModel) -> BaselineBackend | None:
     """The baseline behind a model, or None for a language model."""
     backend = model.backend
     return backend if isinstance(backend, BaselineBackend) else None
-
-
-def needs_language_model(test: str, model: LanguageModel) -> str | None:
-    """Why ``test`` cannot run with ``model`` (a baseline asked to write text), or None.
-
-    A runner can turn this reason into a ``not_applicable`` result before running the test.
-    """
-    baseline = baseline_of(model)
-    if baseline is None or test in LEARNING_TESTS:
-        return None
-    return baseline.refusal

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from tabmem.errors import ProviderError, TransientProviderError
-from tabmem.llm.base import Backend, Request, Response
+from tabmem.llm.base import Backend, Request, Response, capabilities_of
 from tabmem.llm.budget import Budget
 from tabmem.llm.cache import ResponseCache, cache_key
 from tabmem.llm.plan import RequestPlan, prompt_tokens
@@ -179,6 +179,12 @@ class LanguageModel:
     def tokenize(self, text: str) -> list[str] | None:
         """``text`` in the model's own tokens, or None for models that do not expose them."""
         return self.backend.tokenize(text)
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """What the model can do (``tabmem.llm.base.capabilities_of``): tests state what they
+        need, and the runner decides once whether a test applies to the model."""
+        return capabilities_of(self.backend)
 
     def logprobs(self, requests: Sequence, description: str = "log-probabilities") -> list | None:
         """Per-token log-probabilities of each ``ScoreRequest`` (cached), or None when the

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+from tabmem.llm.base import LOGPROBS, capabilities_of
+
 if TYPE_CHECKING:
     from tabmem.llm.client import LanguageModel
 
@@ -46,11 +48,8 @@ class ScoreResponse:
 
 
 def has_logprobs(backend: Any) -> bool:
-    """Whether a backend can score text; a backend may say no at run time with
-    ``supports_logprobs = False`` (a server that does not return prompt log-probabilities)."""
-    return callable(getattr(backend, "logprobs", None)) and bool(
-        getattr(backend, "supports_logprobs", True)
-    )
+    """Whether a backend can score text (``tabmem.llm.base.capabilities_of``)."""
+    return LOGPROBS in capabilities_of(backend)
 
 
 def no_logprobs_reason(model: LanguageModel) -> str:
