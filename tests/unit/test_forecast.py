@@ -16,9 +16,9 @@ from tabmem.battery.forecast import (
     FIGURE,
     PERIODS_TABLE,
     Comparison,
+    Forecast,
     Settings,
     decide,
-    run_forecast_test,
     select_steps,
 )
 from tabmem.data import Dataset, DatasetSpec
@@ -82,7 +82,7 @@ def run(answer, form="chat", dataset=None, **params):
     model = LanguageModel(backend, "script", prompt_form=form, show_progress=False)
     settings = {**PARAMS, "cutoff": "2021-01-01", **params}
     ctx = TestContext(dataset or series_dataset(), model, settings, seed=5)
-    return run_forecast_test(ctx), backend
+    return Forecast().run(ctx), backend
 
 
 def recalls_2020(date: str) -> str:

@@ -12,13 +12,15 @@ after it: see ``decide`` for the rule and docs/forecast.md for what it means.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from tabmem.battery.base import TestContext, register
+from tabmem.battery.base import TestContext
+from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, register_lifecycle
 from tabmem.data.series import Series, series_view
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
@@ -125,7 +127,7 @@ def build_request(
     fields = _fields(series, description, s.window)
     rows = range(i - s.window, i)
     max_tokens = int(p.get("max_tokens", 16))
-    if ctx.model.prompt_form == "chat":
+    if ctx.prompt_form == "chat":
         question, answer = str(p.get("question")), str(p.get("answer"))
         turns = [
             (
@@ -327,43 +329,6 @@ def error_figure(table: pd.DataFrame, title: str) -> Any:
     return figure
 
 
-def _records(
-    series: Series,
-    requests: list[Request],
-    scored: Scored,
-    texts: list[str],
-    errors: list,
-    s: Settings,
-) -> list[QueryRecord]:
-    records = []
-    for k, request in enumerate(requests):
-        i = int(scored.rows[k])
-        parsed = bool(scored.parsed[k])
-        error = float(scored.model_error[k]) if parsed else None
-        question = request.prompt if request.messages is None else request.messages[-1]["content"]
-        records.append(
-            QueryRecord(
-                prompt=request.as_text(),
-                expected=series.value_text[i],
-                completion=texts[k],
-                score=0.0 if error is None else 1.0 - error / s.cap,
-                error=errors[k],
-                extra={
-                    "date": series.date_text[i],
-                    "period": str(scored.periods[k]),
-                    "side": "after" if scored.after[k] else ("before" if s.cutoff else ""),
-                    "forecast": float(scored.forecast[k]) if parsed else None,
-                    "naive_forecast": float(series.values[i - 1]),
-                    "relative_error": error,
-                    "naive_relative_error": float(scored.naive_error[k]),
-                    "parsed": parsed,
-                    "prefix": question[-300:],
-                },
-            )
-        )
-    return records
-
-
 def _side_means(scored: Scored, after: bool) -> dict[str, float]:
     side = scored.after == after
     used = side & scored.parsed
@@ -402,78 +367,139 @@ def _metrics(
     return metrics
 
 
-def _queries(
-    ctx: TestContext, series: Series, s: Settings, steps: list[int]
-) -> tuple[list[Request], list[int], int]:
-    """The request of each step that fits the context window; steps that do not are skipped."""
-    description = ctx.dataset.spec.description or f"the series '{ctx.dataset.name}'."
-    requests, rows, skipped = [], [], 0
-    for i in steps:
-        request = build_request(series, i, ctx, s, description)
-        fitted = fit_to_context(
-            lambda _kept, r=request: r,
-            0,
-            ctx.model.count_tokens,
-            ctx.model.context_window,
-            request.params,
-        )
-        if fitted.request is None:
-            skipped += 1
-            continue
-        requests.append(request)
-        rows.append(i)
-    return requests, rows, skipped
+@dataclass(frozen=True)
+class SeriesFacts:
+    """The series as the test reads it, and the test's settings."""
+
+    series: Series
+    settings: Settings
 
 
-@register("forecast")
-def run_forecast_test(ctx: TestContext) -> TestResult:
+@register_lifecycle
+class Forecast(Lifecycle[int, SeriesFacts]):
     """Forecast sampled steps of the series; score them per period; compare across the cutoff."""
-    if ctx.dataset.spec.kind != "series":
+
+    name = "forecast"
+    title = "forecast"
+
+    def plan(self, ctx: TestContext) -> tuple[list[int], SeriesFacts] | TestResult:
+        if ctx.dataset.spec.kind != "series":
+            return TestResult.not_applicable(
+                self.name,
+                f"test=forecast needs a time series (a dataset with kind: series); "
+                f"'{ctx.dataset.name}' is {ctx.dataset.spec.kind}",
+            )
+        s = Settings.from_params(ctx.params)
+        series = series_view(ctx.dataset)
+        return select_steps(series, s, random.Random(ctx.seed)), SeriesFacts(series, s)
+
+    def word(self, ctx: TestContext, queries: Sequence[int]) -> Worded[int]:
+        """The request of each step that fits the context window; the others are skipped."""
+        model = ctx.model
+        if model is None:
+            raise ConfigError("Wording a test's requests needs a model.")
+        s, series = Settings.from_params(ctx.params), series_view(ctx.dataset)
+        description = ctx.dataset.spec.description or f"the series '{ctx.dataset.name}'."
+        worded: Worded[int] = Worded([], [])
+        skipped = 0
+        for i in queries:
+            request = build_request(series, i, ctx, s, description)
+            fitted = fit_to_context(
+                lambda _kept, r=request: r,
+                0,
+                model.count_tokens,
+                model.context_window,
+                request.params,
+            )
+            if fitted.request is None:
+                skipped += 1
+                continue
+            worded.queries.append(i)
+            worded.requests.append(request)
+        worded.context = {"steps_skipped": skipped}
+        return worded
+
+    def unfit(self, ctx: TestContext, facts: SeriesFacts, worded: Worded[int]) -> TestResult:
+        skipped = worded.context["steps_skipped"]
         return TestResult.not_applicable(
-            "forecast",
-            f"test=forecast needs a time series (a dataset with kind: series); "
-            f"'{ctx.dataset.name}' is {ctx.dataset.spec.kind}",
-        )
-    s = Settings.from_params(ctx.params)
-    series = series_view(ctx.dataset)
-    steps = select_steps(series, s, random.Random(ctx.seed))
-    requests, rows, skipped = _queries(ctx, series, s, steps)
-    if not requests:
-        return TestResult.not_applicable(
-            "forecast",
-            f"no step to forecast: the series has {len(series)} values, the window is "
-            f"{s.window}, and {skipped} step(s) did not fit the context window",
+            self.name,
+            f"no step to forecast: the series has {len(facts.series)} values, the window is "
+            f"{facts.settings.window}, and {skipped} step(s) did not fit the context window",
             info={"steps_skipped": skipped},
         )
-    responses = ctx.model.run(requests, description=f"forecast test on {ctx.dataset.name}")
-    texts = [r.text for r in responses]
-    errors = [r.error for r in responses]
-    scored = score(series, rows, texts, [e is not None for e in errors], s)
-    rng = np.random.default_rng(ctx.seed)
-    table = period_table(scored, s, rng)
-    comparison = compare(scored, s, rng) if s.cutoff is not None else None
-    if comparison is None:
-        verdict, reason = Verdict.NOT_APPLICABLE, "no cutoff date: set test.cutoff=YYYY-MM-DD"
-    else:
-        verdict, reason = decide(comparison, s)
-    parsed = scored.parsed
-    return TestResult(
-        test="forecast",
-        verdict=verdict,
-        reason=reason,
-        n_queries=len(requests),
-        n_hits=int((parsed & (scored.model_error < scored.naive_error)).sum()),
-        rate=_mean(scored.model_error[parsed]),
-        baseline=_mean(scored.naive_error),
-        p_value=None
-        if comparison is None
-        else max(comparison.error.p_value, comparison.excess.p_value),
-        metrics=_metrics(scored, table, comparison, skipped, series.dropped_rows),
-        info=_info(ctx, series, s, table),
-        records=_records(series, requests, scored, texts, errors, s),
-        tables={PERIODS_TABLE: table},
-        figures={FIGURE: error_figure(table, f"{ctx.model.name} on {ctx.dataset.name}")},
-    )
+
+    def score(self, ctx: TestContext, facts: SeriesFacts, answer: Answer[int]) -> QueryRecord:
+        series, s, i, response = facts.series, facts.settings, answer.query, answer.response
+        scored = score(series, [i], [response.text], [response.error is not None], s)
+        parsed = bool(scored.parsed[0])
+        error = float(scored.model_error[0]) if parsed else None
+        request = answer.request
+        asked = (
+            answer.prompt
+            if request is None
+            else request.prompt
+            if request.messages is None
+            else request.messages[-1]["content"]
+        )
+        return QueryRecord(
+            prompt=answer.prompt,
+            expected=series.value_text[i],
+            completion=response.text,
+            score=0.0 if error is None else 1.0 - error / s.cap,
+            error=response.error,
+            extra={
+                "row": i,
+                "date": series.date_text[i],
+                "period": str(scored.periods[0]),
+                "side": "after" if scored.after[0] else ("before" if s.cutoff else ""),
+                "forecast": float(scored.forecast[0]) if parsed else None,
+                "naive_forecast": float(series.values[i - 1]),
+                "relative_error": error,
+                "naive_relative_error": float(scored.naive_error[0]),
+                "parsed": parsed,
+                "prefix": asked[-300:],
+            },
+        )
+
+    def decide(
+        self,
+        ctx: TestContext,
+        facts: SeriesFacts,
+        records: Sequence[QueryRecord],
+        context: dict[str, Any],
+    ) -> TestResult:
+        """The errors per period, and the comparison across the cutoff."""
+        series, s = facts.series, facts.settings
+        rows = [int(r.extra["row"]) for r in records]
+        failed = [r.error is not None for r in records]
+        scored = score(series, rows, [r.completion for r in records], failed, s)
+        rng = np.random.default_rng(ctx.seed)
+        table = period_table(scored, s, rng)
+        comparison = compare(scored, s, rng) if s.cutoff is not None else None
+        if comparison is None:
+            verdict, reason = Verdict.NOT_APPLICABLE, "no cutoff date: set test.cutoff=YYYY-MM-DD"
+        else:
+            verdict, reason = decide(comparison, s)
+        parsed = scored.parsed
+        model = ctx.model.name if ctx.model is not None else "transcript"
+        skipped = int(context.get("steps_skipped", 0))
+        return TestResult(
+            test=self.name,
+            verdict=verdict,
+            reason=reason,
+            n_queries=len(records),
+            n_hits=int((parsed & (scored.model_error < scored.naive_error)).sum()),
+            rate=_mean(scored.model_error[parsed]),
+            baseline=_mean(scored.naive_error),
+            p_value=None
+            if comparison is None
+            else max(comparison.error.p_value, comparison.excess.p_value),
+            metrics=_metrics(scored, table, comparison, skipped, series.dropped_rows),
+            info=_info(ctx, series, s, table),
+            records=list(records),
+            tables={PERIODS_TABLE: table},
+            figures={FIGURE: error_figure(table, f"{model} on {ctx.dataset.name}")},
+        )
 
 
 def _info(ctx: TestContext, series: Series, s: Settings, table: pd.DataFrame) -> dict[str, Any]:
@@ -484,7 +510,7 @@ def _info(ctx: TestContext, series: Series, s: Settings, table: pd.DataFrame) ->
         "after_periods": table.loc[table["side"] == "after", "period"].tolist(),
         "spanning_periods": table.loc[table["side"] == "spans", "period"].tolist(),
         "series_range": [series.date_text[0], series.date_text[-1]],
-        "prompt_form": ctx.model.prompt_form,
+        "prompt_form": ctx.prompt_form,
         "rate": "the model's robust mean relative error over its parsed forecasts",
         "baseline": "the naive forecast's (next value = last value) over every queried step",
         "n_hits": "parsed forecasts with a lower error than the naive forecast's",
