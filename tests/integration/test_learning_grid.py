@@ -4,36 +4,19 @@ back from a real MLflow store."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from harness import run_tabmem
 from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENT = "learning-test"
 
 
-def run_tabmem(outputs: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    return subprocess.run(
-        [
-            sys.executable,
-            "run.py",
-            *args,
-            f"outputs_dir={outputs}",
-            "progress=false",
-            "show_queries=false",
-            f"experiment={EXPERIMENT}",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def run_cells(outputs: Path, *args: str) -> subprocess.CompletedProcess:
+    return run_tabmem(outputs, *args, f"experiment={EXPERIMENT}", timeout=600)
 
 
 def runs(outputs: Path) -> tuple[dict[tuple[str, str, str], object], MlflowClient]:
@@ -48,7 +31,7 @@ def runs(outputs: Path) -> tuple[dict[tuple[str, str, str], object], MlflowClien
 @pytest.fixture(scope="module")
 def grid(tmp_path_factory):
     outputs = tmp_path_factory.mktemp("outputs")
-    predict = run_tabmem(
+    predict = run_cells(
         outputs,
         "-m",
         "model=logistic-regression,oracle-memorizer",
@@ -58,7 +41,7 @@ def grid(tmp_path_factory):
         "test.n_test_rows=60",
     )
     assert predict.returncode == 0, predict.stderr[-3000:]
-    others = run_tabmem(
+    others = run_cells(
         outputs,
         "-m",
         "model=logistic-regression",

@@ -5,60 +5,35 @@ published-layout CSV is rescored and reported beside live runs by the paper tabl
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from harness import run_python, run_tabmem
 from mlflow.tracking import MlflowClient
 
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.tracking.runs import load_runs
 
-ROOT = Path(__file__).resolve().parents[2]
 TESTS = ("row_completion", "first_token", "feature_completion")
-ENV = {
-    **os.environ,
-    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    "PYTHONPATH": str(ROOT / "src"),
-}
 
 
 def rescore_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "tabmem.rescore", *args],
-        cwd=ROOT,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return run_python("-m", "tabmem.rescore", *args, timeout=600)
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     outputs = tmp_path_factory.mktemp("outputs")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "run.py",
-            "-m",
-            "model=oracle-memorizer,oracle-learner",
-            "dataset=iris",
-            f"test={','.join(TESTS)}",
-            "++test.n_queries=15",
-            "experiment=live",
-            f"outputs_dir={outputs}",
-            "progress=false",
-            "show_queries=false",
-        ],
-        cwd=ROOT,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=900,
+    done = run_tabmem(
+        outputs,
+        "-m",
+        "model=oracle-memorizer,oracle-learner",
+        "dataset=iris",
+        f"test={','.join(TESTS)}",
+        "++test.n_queries=15",
+        "experiment=live",
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return outputs
@@ -127,14 +102,7 @@ def test_a_published_transcript_is_rescored_and_shown_by_the_paper_tables(store,
     metrics = MlflowClient(uri).get_run(run.run_id).data.metrics
     assert (metrics["n_hits"], metrics["n_queries"], metrics["queries_not_located"]) == (10, 20, 1)
     paper = tmp_path / "paper"
-    tables = subprocess.run(
-        [sys.executable, "scripts/paper_tables.py", f"--tracking-uri={uri}", f"--out={paper}"],
-        cwd=ROOT,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    tables = run_python("scripts/paper_tables.py", f"--tracking-uri={uri}", f"--out={paper}")
     assert tables.returncode == 0, tables.stderr[-3000:]
     shown = "\n".join(p.read_text() for p in paper.glob("*.md"))
     assert "transcribed-model" in shown

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from harness import run_tabmem
 from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,24 +19,8 @@ GRID = [
 ]
 
 
-def run_tabmem(outputs: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    return subprocess.run(
-        [
-            sys.executable,
-            "run.py",
-            *args,
-            f"outputs_dir={outputs}",
-            "progress=false",
-            "show_queries=false",
-            "experiment=sweep-test",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def run_cells(outputs: Path, *args: str) -> subprocess.CompletedProcess:
+    return run_tabmem(outputs, *args, "experiment=sweep-test", timeout=600)
 
 
 def runs_by_cell(outputs: Path) -> dict[tuple[str, str], object]:
@@ -50,7 +33,7 @@ def runs_by_cell(outputs: Path) -> dict[tuple[str, str], object]:
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
     outputs = tmp_path_factory.mktemp("outputs")
-    first = run_tabmem(outputs, *GRID)
+    first = run_cells(outputs, *GRID)
     assert first.returncode == 0, first.stderr[-3000:]
     return outputs, first
 
@@ -90,10 +73,10 @@ def test_summary_table_is_printed(swept):
 
 def test_second_invocation_skips_and_forced_rerun_hits_the_cache(swept):
     outputs, _ = swept
-    again = run_tabmem(outputs, *GRID)
+    again = run_cells(outputs, *GRID)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "0 finished, 9 skipped, 0 failed" in again.stdout
-    forced = run_tabmem(outputs, *GRID, "force=true")
+    forced = run_cells(outputs, *GRID, "force=true")
     assert forced.returncode == 0, forced.stderr[-3000:]
     _, client = runs_by_cell(outputs)
     experiment = client.get_experiment_by_name("sweep-test")
@@ -105,7 +88,7 @@ def test_second_invocation_skips_and_forced_rerun_hits_the_cache(swept):
 
 
 def test_failed_cell_is_logged_and_the_sweep_goes_on(tmp_path):
-    result = run_tabmem(tmp_path, "-m", "model=oracle-null", "dataset=iris,fico", "test=header")
+    result = run_cells(tmp_path, "-m", "model=oracle-null", "dataset=iris,fico", "test=header")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "1 finished, 0 skipped, 1 failed" in result.stdout
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from harness import run_tabmem
 from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,23 +14,8 @@ pytestmark = pytest.mark.slow
 pytest.importorskip("transformers")
 
 
-def run_tabmem(outputs: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [
-            sys.executable,
-            "run.py",
-            *args,
-            f"outputs_dir={outputs}",
-            "progress=false",
-            "show_queries=false",
-            "experiment=hf-test",
-        ],
-        cwd=ROOT,
-        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"},
-        capture_output=True,
-        text=True,
-        timeout=1500,
-    )
+def run_cells(outputs: Path, *args: str) -> subprocess.CompletedProcess:
+    return run_tabmem(outputs, *args, "experiment=hf-test", timeout=1500)
 
 
 def runs_by_test(outputs: Path) -> dict:
@@ -41,7 +25,7 @@ def runs_by_test(outputs: Path) -> dict:
 
 
 def test_smollm2_in_transformers_scores_rows_and_generates(tmp_path):
-    result = run_tabmem(
+    result = run_cells(
         tmp_path,
         "-m",
         "model=smollm2-135m-hf",
@@ -65,7 +49,7 @@ def test_smollm2_in_transformers_scores_rows_and_generates(tmp_path):
 
 
 def test_base_model_in_transformers_scores_the_row_order(tmp_path):
-    result = run_tabmem(
+    result = run_cells(
         tmp_path,
         "model=gemma3-270m-hf",
         "dataset=openml-diabetes",  # its first rows show no order in the data (icu's do)

@@ -4,12 +4,11 @@ with samples, statistics and figures as MLflow artifacts, in chat and plain-comp
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from harness import run_tabmem
 from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,23 +25,8 @@ FEW = [
 VERDICTS = {"evidence", "no_evidence", "ambiguous", "not_applicable"}
 
 
-def run_tabmem(outputs: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [
-            sys.executable,
-            "run.py",
-            *args,
-            f"outputs_dir={outputs}",
-            "progress=false",
-            "show_queries=false",
-            "hydra.launcher.n_jobs=1",
-        ],
-        cwd=ROOT,
-        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-        capture_output=True,
-        text=True,
-        timeout=3000,
-    )
+def run_cells(outputs: Path, *args: str) -> subprocess.CompletedProcess:
+    return run_tabmem(outputs, *args, "hydra.launcher.n_jobs=1", timeout=3000)
 
 
 def finished_runs(outputs: Path) -> tuple[MlflowClient, dict[str, object]]:
@@ -55,7 +39,7 @@ def finished_runs(outputs: Path) -> tuple[MlflowClient, dict[str, object]]:
 
 
 def test_knowledge_suite_completes_on_the_chat_model(tmp_path):
-    result = run_tabmem(tmp_path, "model=smollm2-135m", "dataset=iris", "test=knowledge", *FEW)
+    result = run_cells(tmp_path, "model=smollm2-135m", "dataset=iris", "test=knowledge", *FEW)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "7 finished, 0 skipped, 0 failed" in result.stdout
     client, runs = finished_runs(tmp_path)
@@ -82,11 +66,11 @@ def test_knowledge_suite_completes_on_the_chat_model(tmp_path):
 
 
 def test_base_model_answers_in_plain_completion_form(tmp_path):
-    sampled = run_tabmem(
+    sampled = run_cells(
         tmp_path, "model=gemma3-270m", "dataset=iris", "test=sample", "test.n_samples=4"
     )
     assert sampled.returncode == 0, sampled.stderr[-3000:]
-    completed = run_tabmem(
+    completed = run_cells(
         tmp_path,
         "model=gemma3-270m",
         "dataset=iris",
