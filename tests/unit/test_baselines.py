@@ -7,11 +7,11 @@ import pandas as pd
 import pytest
 
 from tabmem.battery.base import TestContext, inapplicable_reason
-from tabmem.battery.fewshot_predict import run_fewshot_predict
+from tabmem.battery.fewshot_predict import FewshotPredict
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.errors import ConfigError
-from tabmem.llm.base import GenerationParams, Request
-from tabmem.llm.baselines import BaselineBackend, baseline_of
+from tabmem.llm.base import FIT, GenerationParams, Request
+from tabmem.llm.baselines import BaselineBackend
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.registry import build_backend, build_model
 from tabmem.results import Verdict
@@ -81,7 +81,7 @@ def test_a_baseline_is_built_from_its_model_config():
     backend = build_backend(cfg, Path("w"))
     assert isinstance(backend, BaselineBackend) and backend.estimator == "logistic_regression"
     model = build_model(cfg, None, Path("w"), show_progress=False)
-    assert baseline_of(model) is model.backend
+    assert model.capabilities == {FIT}
     with pytest.raises(ConfigError, match="estimator 'svm'"):
         build_backend({**cfg, "estimator": "svm"}, Path("w"))
 
@@ -110,7 +110,7 @@ def test_fewshot_predict_fits_a_baseline_on_the_rows_outside_each_block():
     for estimator in ("logistic_regression", "majority_class"):
         backend = BaselineBackend(estimator, estimator, {})
         model = LanguageModel(backend, estimator, show_progress=False)
-        results[estimator] = run_fewshot_predict(TestContext(dataset, model, params, seed=2))
+        results[estimator] = FewshotPredict().run(TestContext(dataset, model, params, seed=2))
     lr, majority = results["logistic_regression"], results["majority_class"]
     assert lr.rate >= 0.9 and lr.verdict is Verdict.EVIDENCE
     assert majority.rate == majority.baseline and majority.verdict is Verdict.NO_EVIDENCE

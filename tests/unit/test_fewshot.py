@@ -11,10 +11,10 @@ import yaml
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.fewshot_predict import (
+    FewshotPredict,
     decide,
     example_plan,
     majority_hits,
-    run_fewshot_predict,
     system_prompt,
 )
 from tabmem.data import Dataset, DatasetSpec, dataset_specs, load_dataset
@@ -98,7 +98,7 @@ def run(mode="truth", form="chat", dataset=None, **params):
         backend, "m", prompt_form=form, show_progress=False, retry=RetryPolicy(max_retries=0)
     )
     ctx = TestContext(dataset or tiny(), model, {**PARAMS, **params}, seed=1)
-    return run_fewshot_predict(ctx), backend
+    return FewshotPredict().run(ctx), backend
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ from sklearn.linear_model import LogisticRegression
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.statistical_learning import (
+    StatisticalLearning,
     reference_labels,
-    run_statistical_learning,
     settings,
 )
 from tabmem.data import Dataset, DatasetSpec
@@ -121,7 +121,7 @@ class NearestNeighbour:
 
 def run(backend, form="chat", **params):
     model = LanguageModel(backend, "m", prompt_form=form, show_progress=False)
-    return run_statistical_learning(TestContext(ANY_DATASET, model, {**PARAMS, **params}, 5))
+    return StatisticalLearning().run(TestContext(ANY_DATASET, model, {**PARAMS, **params}, 5))
 
 
 def test_a_model_that_is_a_nearest_neighbour_matches_the_reference_exactly():
@@ -171,5 +171,5 @@ def test_a_baseline_model_is_fitted_on_each_problem():
 
 def test_problems_that_do_not_fit_the_context_are_skipped():
     model = LanguageModel(NearestNeighbour(), "m", context_window=50, show_progress=False)
-    result = run_statistical_learning(TestContext(ANY_DATASET, model, PARAMS, 5))
+    result = StatisticalLearning().run(TestContext(ANY_DATASET, model, PARAMS, 5))
     assert result.verdict is Verdict.NOT_APPLICABLE

@@ -16,19 +16,20 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from tabmem.battery.base import TestContext, register
+from tabmem.battery.base import TestContext
+from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, register_lifecycle
 from tabmem.data import Dataset
 from tabmem.data.prediction import PredictionData, prediction_data
 from tabmem.data.splits import Block, holdout_blocks, stratified_sample
 from tabmem.data.transforms import spec_of, transform_name
-from tabmem.llm.base import FIT, GENERATE, GenerationParams, Request
-from tabmem.llm.baselines import BaselineBackend, baseline_of
+from tabmem.errors import ConfigError
+from tabmem.llm.base import FIT, GENERATE, FitRequest, GenerationParams, Request
 from tabmem.prompts.fewshot import fit_to_context
 from tabmem.prompts.ifthen import IfThenFormat, ifthen_request
 from tabmem.results import QueryRecord, TestResult, Verdict
@@ -127,94 +128,185 @@ def example_plan(
     return sorted(plan, key=lambda entry: entry[1])
 
 
-def _llm_predictions(
-    ctx: TestContext,
+@dataclass(frozen=True)
+class Asked:
+    """One held-out row ``index`` of block ``block``, with the example rows shown before it
+    (``shot_set`` -1: its own draw)."""
+
+    block: int
+    index: int
+    shot_set: int
+    examples: tuple[int, ...]
+    shots_kept: int = 0
+
+
+@dataclass(frozen=True)
+class PredictionFacts:
+    """The classification problem, its held-out blocks, each row's question, the system
+    prompt and its style."""
+
+    data: PredictionData
+    blocks: list[Block]
+    questions: list[str]
+    system: str
+    style: str
+
+
+def _fit_requests(
     data: PredictionData,
     blocks: Sequence[Block],
-    questions: Sequence[str],
-    system: str,
-) -> tuple[list[Prediction], dict[str, int]]:
-    """Ask every test row after its few-shot examples; read a label from each answer."""
-    chat = ctx.model.prompt_form == "chat"
-    n_shots = int(ctx.params.get("n_shots", 20))
-    answer_tokens = max(ctx.model.count_tokens(c) for c in data.classes)
-    params = GenerationParams(
-        max_tokens=answer_tokens + ctx.model.count_tokens(data.target) + 8,
-        temperature=0.0,
-        stop=() if chat else ("\n",),
-        seed=ctx.seed,
-    )
-    requests: list[Request] = []
-    pending: list[Prediction] = []
-    counts = {"few_shot_examples_dropped": 0, "queries_skipped": 0}
-    shot_sets = int(ctx.params.get("shot_sets", 0))
-    for number, block in enumerate(blocks):
-        for i, shot_set, examples in example_plan(
-            data, block, number, n_shots, shot_sets, ctx.seed
-        ):
-            shots = [(questions[j], data.labels[j]) for j in examples]
+    queries: Sequence[Asked],
+    questions: list[str],
+    seed: int,
+) -> list[FitRequest]:
+    """A baseline's requests: each block's rows labelled by one fit on its training rows."""
+    frames = {
+        number: (data.frame(block.train), data.frame(block.test))
+        for number, block in enumerate(blocks)
+    }
+    kinds = tuple(data.kind_map().items())
+    return [
+        FitRequest(
+            train=frames[q.block][0],
+            labels=tuple(data.labels[i] for i in blocks[q.block].train),
+            test=frames[q.block][1],
+            kinds=kinds,
+            seed=seed + q.block,
+            row=blocks[q.block].test.index(q.index),
+            prompt=questions[q.index],
+        )
+        for q in queries
+    ]
 
-            def build(kept: int, shots: list = shots, question: str = questions[i]) -> Request:
-                return ifthen_request(chat, system, shots[:kept], question, params)
+
+def _prediction(data: PredictionData, record: QueryRecord) -> Prediction:
+    """A record read back as the prediction the decision counts."""
+    parsed = record.extra["parsed"]
+    return Prediction(
+        row=record.extra["row"],
+        block=record.extra["block"],
+        prompt=record.prompt,
+        expected=record.expected,
+        completion=record.completion,
+        label=parsed or None,
+        error=record.error,
+    )
+
+
+@register_lifecycle
+class FewshotPredict(Lifecycle[Asked, PredictionFacts]):
+    """Predict held-out rows from few-shot examples (or fit a baseline); score the accuracy."""
+
+    name = NAME
+    title = "few-shot prediction"
+    needs = frozenset({GENERATE, FIT})
+    nothing_fits = "no test row's prompt fits the model's context window"
+
+    def plan(self, ctx: TestContext) -> tuple[list[Asked], PredictionFacts] | TestResult:
+        p = ctx.params
+        data = prediction_data(ctx.dataset)
+        reason = not_applicable_reason(data, int(p.get("max_classes", 20)))
+        if reason or data is None:
+            return TestResult.not_applicable(NAME, reason or "no data")
+        blocks = holdout_blocks(
+            len(data.labels),
+            int(p.get("n_test_rows", 500)),
+            float(p.get("max_test_fraction", 0.2)),
+            ctx.seed,
+        )
+        questions = _questions(data, IfThenFormat.from_params(p))
+        system, style = system_prompt(ctx.dataset, data.target, p)
+        n_shots, shot_sets = int(p.get("n_shots", 20)), int(p.get("shot_sets", 0))
+        fits = ctx.model is not None and GENERATE not in ctx.model.capabilities
+        queries = [
+            Asked(number, i, -1, ()) if fits else Asked(number, i, shot_set, tuple(examples))
+            for number, block in enumerate(blocks)
+            for i, shot_set, examples in (
+                [(i, -1, []) for i in block.test]
+                if fits
+                else example_plan(data, block, number, n_shots, shot_sets, ctx.seed)
+            )
+        ]
+        return queries, PredictionFacts(data, blocks, questions, system, style)
+
+    def word(self, ctx: TestContext, queries: Sequence[Asked]) -> Worded[Asked]:
+        model = ctx.model
+        if model is None:
+            raise ConfigError("Wording a test's requests needs a model.")
+        facts = self.plan(ctx)
+        if isinstance(facts, TestResult):
+            return Worded([], [])
+        data, questions = facts[1].data, facts[1].questions
+        if GENERATE not in model.capabilities:
+            requests = _fit_requests(data, facts[1].blocks, queries, questions, ctx.seed)
+            context = {"few_shot_examples_dropped": 0, "queries_skipped": 0}
+            return Worded(list(queries), list(requests), context)
+        chat = model.prompt_form == "chat"
+        answer_tokens = max(model.count_tokens(c) for c in data.classes)
+        params = GenerationParams(
+            max_tokens=answer_tokens + model.count_tokens(data.target) + 8,
+            temperature=0.0,
+            stop=() if chat else ("\n",),
+            seed=ctx.seed,
+        )
+        worded: Worded[Asked] = Worded([], [])
+        dropped = skipped = 0
+        for asked in queries:
+            shots = [(questions[j], data.labels[j]) for j in asked.examples]
+
+            def build(
+                kept: int, shots: list = shots, question: str = questions[asked.index]
+            ) -> Request:
+                return ifthen_request(chat, facts[1].system, shots[:kept], question, params)
 
             fitted = fit_to_context(
-                build, len(shots), ctx.model.count_tokens, ctx.model.context_window, params
+                build, len(shots), model.count_tokens, model.context_window, params
             )
             if fitted.request is None:
-                counts["queries_skipped"] += 1
+                skipped += 1
                 continue
-            counts["few_shot_examples_dropped"] += fitted.dropped_examples
-            requests.append(fitted.request)
-            pending.append(
-                Prediction(
-                    row=data.rows[i],
-                    block=number,
-                    prompt=fitted.request.as_text(),
-                    expected=data.labels[i],
-                    completion="",
-                    label=None,
-                    extra={"shots": len(shots) - fitted.dropped_examples, "shot_set": shot_set},
-                )
+            dropped += fitted.dropped_examples
+            worded.queries.append(replace(asked, shots_kept=len(shots) - fitted.dropped_examples))
+            worded.requests.append(fitted.request)
+        worded.context = {"few_shot_examples_dropped": dropped, "queries_skipped": skipped}
+        return worded
+
+    def score(self, ctx: TestContext, facts: PredictionFacts, answer: Answer[Asked]) -> QueryRecord:
+        data, asked, response = facts.data, answer.query, answer.response
+        fitted = isinstance(answer.request, FitRequest)
+        if fitted:
+            label: str | None = response.text
+            extra: dict[str, Any] = {"fit": response.detail}
+        else:
+            label = (
+                None if response.error else parse_label(response.text, data.classes, data.target)
             )
-    responses = ctx.model.run(requests, description=f"{NAME} on {ctx.dataset.name}")
-    for prediction, response in zip(pending, responses, strict=True):
-        prediction.completion = response.text
-        prediction.error = response.error
-        if response.error is None:
-            prediction.label = parse_label(response.text, data.classes, data.target)
-    return pending, counts
-
-
-def _baseline_predictions(
-    baseline: BaselineBackend,
-    data: PredictionData,
-    blocks: Sequence[Block],
-    questions: Sequence[str],
-    seed: int,
-) -> tuple[list[Prediction], dict[str, int]]:
-    """Fit the baseline on each block's training rows and predict the block's rows."""
-    predictions = []
-    for number, block in enumerate(blocks):
-        fitted = baseline.fit_predict(
-            data.frame(block.train),
-            [data.labels[i] for i in block.train],
-            data.frame(block.test),
-            data.kind_map(),
-            seed + number,
+            extra = {"shots": asked.shots_kept, "shot_set": asked.shot_set}
+        prediction = Prediction(
+            row=data.rows[asked.index],
+            block=asked.block,
+            prompt=answer.request.prompt if fitted else answer.prompt,
+            expected=data.labels[asked.index],
+            completion=response.text,
+            label=label,
+            error=response.error,
+            extra=extra,
         )
-        for i, label in zip(block.test, fitted.labels, strict=True):
-            predictions.append(
-                Prediction(
-                    row=data.rows[i],
-                    block=number,
-                    prompt=questions[i],
-                    expected=data.labels[i],
-                    completion=label,
-                    label=label,
-                    extra={"fit": fitted.info},
-                )
-            )
-    return predictions, {"few_shot_examples_dropped": 0, "queries_skipped": 0}
+        return _records([prediction])[0]
+
+    def decide(
+        self,
+        ctx: TestContext,
+        facts: PredictionFacts,
+        records: Sequence[QueryRecord],
+        context: dict[str, Any],
+    ) -> TestResult:
+        predictions = [_prediction(facts.data, r) for r in records]
+        result = _result(
+            ctx, facts.data, facts.blocks, predictions, context, facts.system, facts.style
+        )
+        result.records = list(records)
+        return result
 
 
 def majority_hits(data: PredictionData, blocks: Sequence[Block]) -> int:
@@ -271,34 +363,6 @@ def _records(predictions: Sequence[Prediction]) -> list[QueryRecord]:
     ]
 
 
-@register(NAME, needs=frozenset({GENERATE, FIT}))
-def run_fewshot_predict(ctx: TestContext) -> TestResult:
-    """Predict held-out rows from few-shot examples (or fit a baseline); score the accuracy."""
-    p = ctx.params
-    data = prediction_data(ctx.dataset)
-    reason = not_applicable_reason(data, int(p.get("max_classes", 20)))
-    if reason or data is None:
-        return TestResult.not_applicable(NAME, reason or "no data")
-    blocks = holdout_blocks(
-        len(data.labels),
-        int(p.get("n_test_rows", 500)),
-        float(p.get("max_test_fraction", 0.2)),
-        ctx.seed,
-    )
-    questions = _questions(data, IfThenFormat.from_params(p))
-    system, style = system_prompt(ctx.dataset, data.target, p)
-    baseline = baseline_of(ctx.model)
-    if baseline is not None:
-        predictions, counts = _baseline_predictions(baseline, data, blocks, questions, ctx.seed)
-    else:
-        predictions, counts = _llm_predictions(ctx, data, blocks, questions, system)
-    if not predictions:
-        return TestResult.not_applicable(
-            NAME, "no test row's prompt fits the model's context window"
-        )
-    return _result(ctx, data, blocks, predictions, counts, system, style)
-
-
 def _result(
     ctx: TestContext,
     data: PredictionData,
@@ -353,7 +417,11 @@ def _result(
             "prompt_style": style,
             "dataset_named": style == "named",
             "system_prompt": system,
-            "prompt_form": "baseline" if baseline_of(ctx.model) else ctx.model.prompt_form,
+            "prompt_form": (
+                "baseline"
+                if ctx.model is not None and GENERATE not in ctx.model.capabilities
+                else ctx.prompt_form
+            ),
             "target": data.target,
             "classes": data.classes,
         },

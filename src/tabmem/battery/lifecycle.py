@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from tabmem.battery.base import WRITES_TEXT, TestContext, register, registry
 from tabmem.errors import ConfigError
-from tabmem.llm.base import LOGPROBS, Request, Response
+from tabmem.llm.base import LOGPROBS, FitRequest, Request, Response
 from tabmem.llm.logprobs import no_logprobs_reason
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.paired import against_baseline
@@ -130,9 +130,12 @@ class Lifecycle(ABC, Generic[Q, F]):
         return self.judge(ctx, facts, answers, worded.context)
 
     def ask(self, ctx: TestContext, requests: Sequence[Any]) -> list[Any]:
-        """The model's answers to the requests, in order (cached, retried, never raising)."""
+        """The model's answers to the requests, in order: generated text (cached, retried,
+        never raising), or a statistical baseline's labels for ``FitRequest``s."""
         if ctx.model is None:
             raise ConfigError("Asking a test's requests needs a model.")
+        if requests and all(isinstance(r, FitRequest) for r in requests):
+            return ctx.model.fit(requests)
         return ctx.model.run(requests, description=f"{self.title} test on {ctx.dataset.name}")
 
     def judge(

@@ -21,10 +21,11 @@ import pandas as pd
 from sklearn.neighbors import KNeighborsClassifier
 from threadpoolctl import threadpool_limits
 
-from tabmem.battery.base import TestContext, register
+from tabmem.battery.base import TestContext
+from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, register_lifecycle
 from tabmem.data.linear_problems import LinearProblem, linear_problem
-from tabmem.llm.base import FIT, GENERATE, GenerationParams
-from tabmem.llm.baselines import BaselineBackend, baseline_of
+from tabmem.errors import ConfigError
+from tabmem.llm.base import FIT, GENERATE, FitRequest, GenerationParams, Request
 from tabmem.prompts.fewshot import fit_to_context
 from tabmem.prompts.ifthen import IfThenFormat, ifthen_request
 from tabmem.results import QueryRecord, TestResult
@@ -40,20 +41,18 @@ LEARNERS = ("model", "logistic_regression", "nearest_neighbour")
 
 @dataclass
 class Query:
-    """One problem and the answers of the model and the two reference learners."""
+    """One problem (None once read back from its record), its true label, and the answers of
+    the model and the two reference learners."""
 
     dimension: int
     shots: int
-    problem: LinearProblem
+    problem: LinearProblem | None
+    expected: str
     prompt: str = ""
     completion: str = ""
     answer: str | None = None
     error: str | None = None
     reference: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def expected(self) -> str:
-        return str(self.problem.test_y)
 
     def correct(self, learner: str) -> bool:
         if learner == "model":
@@ -97,52 +96,47 @@ def _text(values: np.ndarray, decimals: int) -> list[str]:
     return [f"{v:.{decimals}f}" for v in values]
 
 
-def _ask_model(ctx: TestContext, queries: list[Query], fmt: IfThenFormat, decimals: int) -> int:
-    """Prompt the model with every problem; returns how many did not fit its context."""
-    chat = ctx.model.prompt_form == "chat"
+def _model_request(
+    ctx: TestContext, query: Query, fmt: IfThenFormat, decimals: int
+) -> Request | None:
+    """The prompt of one problem: its shots as examples, then its test point; None when it
+    does not fit the context window (no example can be dropped: a problem's shots are its data)."""
+    model = ctx.model
+    if model is None or query.problem is None:
+        raise ConfigError("Wording a test's requests needs a model and a problem.")
+    chat = model.prompt_form == "chat"
     system = " ".join(str(ctx.params.get("system_prompt", "")).split())
     params = GenerationParams(
         max_tokens=8, temperature=0.0, stop=() if chat else ("\n",), seed=ctx.seed
     )
-    asked, requests, skipped = [], [], 0
-    for query in queries:
-        names = _names(query.dimension)
-        shots = [
-            (fmt.ask(names, _text(x, decimals), "Y"), str(int(y)))
-            for x, y in zip(query.problem.train_x, query.problem.train_y, strict=True)
-        ]
-        question = fmt.ask(names, _text(query.problem.test_x, decimals), "Y")
-        request = ifthen_request(chat, system, shots, question, params)
-        fitted = fit_to_context(  # no example can be dropped: a problem's shots are its data
-            lambda _, r=request: r, 0, ctx.model.count_tokens, ctx.model.context_window, params
-        )
-        if fitted.request is None:
-            skipped += 1
-            query.error = "the problem does not fit the model's context window"
-            continue
-        asked.append(query)
-        requests.append(fitted.request)
-    responses = ctx.model.run(requests, description=f"{NAME}")
-    for query, request, response in zip(asked, requests, responses, strict=True):
-        query.prompt, query.completion = request.as_text(), response.text
-        query.error = response.error
-        if response.error is None:
-            query.answer = parse_label(response.text, LABELS, "Y")
-    return skipped
+    names = _names(query.dimension)
+    problem = query.problem
+    shots = [
+        (fmt.ask(names, _text(x, decimals), "Y"), str(int(y)))
+        for x, y in zip(problem.train_x, problem.train_y, strict=True)
+    ]
+    question = fmt.ask(names, _text(problem.test_x, decimals), "Y")
+    request = ifthen_request(chat, system, shots, question, params)
+    return fit_to_context(
+        lambda _, r=request: r, 0, model.count_tokens, model.context_window, params
+    ).request
 
 
-def _ask_baseline(baseline: BaselineBackend, queries: list[Query], seed: int) -> None:
-    """Fit the baseline on each problem's shots and label its test point."""
-    for number, query in enumerate(queries):
-        names = _names(query.dimension)
-        train = pd.DataFrame(query.problem.train_x, columns=names)
-        test = pd.DataFrame(query.problem.test_x.reshape(1, -1), columns=names)
-        labels = [str(int(y)) for y in query.problem.train_y]
-        fitted = baseline.fit_predict(
-            train, labels, test, dict.fromkeys(names, "numeric"), seed + number
-        )
-        query.prompt = f"{baseline.estimator} on {query.shots} points in {query.dimension} dims"
-        query.completion = query.answer = fitted.labels[0]
+def _fit_request(query: Query, model: str, seed: int) -> FitRequest:
+    """A baseline's request: fit on the problem's shots, label its test point."""
+    problem = query.problem
+    if problem is None:
+        raise ConfigError("A fit request needs the problem.")
+    names = _names(query.dimension)
+    return FitRequest(
+        train=pd.DataFrame(problem.train_x, columns=names),
+        labels=tuple(str(int(y)) for y in problem.train_y),
+        test=pd.DataFrame(problem.test_x.reshape(1, -1), columns=names),
+        kinds=tuple((n, "numeric") for n in names),
+        seed=seed,
+        row=0,
+        prompt=f"{model} on {query.shots} points in {query.dimension} dims",
+    )
 
 
 def curves(queries: Sequence[Query]) -> pd.DataFrame:
@@ -201,31 +195,106 @@ def _metrics(table: pd.DataFrame) -> dict[str, float]:
     }
 
 
-@register(NAME, needs=frozenset({GENERATE, FIT}))
-def run_statistical_learning(ctx: TestContext) -> TestResult:
+@register_lifecycle
+class StatisticalLearning(Lifecycle[Query, None]):
     """Ask the model (or fit the baseline) on fresh synthetic problems; compare with LR and 1-NN."""
-    p = ctx.params
-    decimals = int(p.get("decimals", 2))
-    n = int(p.get("n_problems", 50))
-    queries = [
-        Query(d, s, linear_problem(d, s, np.random.default_rng([ctx.seed, d, s, q]), decimals))
-        for d, s in settings(p)
-        for q in range(n)
-    ]
-    for number, query in enumerate(queries):
-        query.reference = reference_labels(
-            query.problem, p, np.random.default_rng([ctx.seed, number, 1])
+
+    name = NAME
+    title = NAME
+    needs = frozenset({GENERATE, FIT})
+    nothing_fits = "no problem fits the model's context window"
+
+    def plan(self, ctx: TestContext) -> tuple[list[Query], None]:
+        p = ctx.params
+        decimals = int(p.get("decimals", 2))
+        n = int(p.get("n_problems", 50))
+        problems = [
+            (d, k, linear_problem(d, k, np.random.default_rng([ctx.seed, d, k, q]), decimals))
+            for d, k in settings(p)
+            for q in range(n)
+        ]
+        queries = [
+            Query(
+                d,
+                k,
+                problem,
+                str(problem.test_y),
+                reference=reference_labels(
+                    problem, p, np.random.default_rng([ctx.seed, number, 1])
+                ),
+            )
+            for number, (d, k, problem) in enumerate(problems)
+        ]
+        return queries, None
+
+    def word(self, ctx: TestContext, queries: Sequence[Query]) -> Worded[Query]:
+        model = ctx.model
+        if model is None:
+            raise ConfigError("Wording a test's requests needs a model.")
+        if GENERATE not in model.capabilities:
+            requests = [_fit_request(q, model.name, ctx.seed + i) for i, q in enumerate(queries)]
+            return Worded(list(queries), list(requests), {"queries_skipped": 0})
+        fmt, decimals = IfThenFormat.from_params(ctx.params), int(ctx.params.get("decimals", 2))
+        worded: Worded[Query] = Worded([], [])
+        for query in queries:
+            request = _model_request(ctx, query, fmt, decimals)
+            if request is not None:
+                worded.queries.append(query)
+                worded.requests.append(request)
+        worded.context = {"queries_skipped": len(queries) - len(worded.queries)}
+        return worded
+
+    def score(self, ctx: TestContext, facts: None, answer: Answer[Query]) -> QueryRecord:
+        query, response = answer.query, answer.response
+        fitted = isinstance(answer.request, FitRequest)
+        if fitted:
+            parsed: str | None = response.text
+        else:
+            parsed = None if response.error else parse_label(response.text, LABELS, "Y")
+        hit = response.error is None and parsed == query.expected
+        return QueryRecord(
+            prompt=answer.request.prompt if fitted else answer.prompt,
+            expected=query.expected,
+            completion=response.text,
+            score=1.0 if hit else 0.0,
+            error=response.error,
+            extra={
+                "dimension": query.dimension,
+                "shots": query.shots,
+                "parsed": parsed or "",
+                "unparseable": response.error is None and parsed is None,
+                "logistic_regression": query.reference["logistic_regression"],
+                "nearest_neighbour": query.reference["nearest_neighbour"],
+            },
         )
-    baseline = baseline_of(ctx.model)
-    skipped = 0
-    if baseline is not None:
-        _ask_baseline(baseline, queries, ctx.seed)
-    else:
-        skipped = _ask_model(ctx, queries, IfThenFormat.from_params(p), decimals)
-    queries = [q for q in queries if q.prompt]
-    if not queries:
-        return TestResult.not_applicable(NAME, "no problem fits the model's context window")
-    return _result(ctx, queries, skipped)
+
+    def decide(
+        self,
+        ctx: TestContext,
+        facts: None,
+        records: Sequence[QueryRecord],
+        context: dict[str, Any],
+    ) -> TestResult:
+        queries = [_answered(r) for r in records]
+        result = _result(ctx, queries, int(context.get("queries_skipped", 0)))
+        result.records = list(records)
+        return result
+
+
+def _answered(record: QueryRecord) -> Query:
+    """A record read back as the problem's answers the decision counts."""
+    extra = record.extra
+    return Query(
+        dimension=int(extra["dimension"]),
+        shots=int(extra["shots"]),
+        problem=None,
+        expected=record.expected,
+        prompt=record.prompt,
+        completion=record.completion,
+        answer=extra["parsed"] or None,
+        error=record.error,
+        reference={k: extra[k] for k in ("logistic_regression", "nearest_neighbour")},
+    )
 
 
 def _result(ctx: TestContext, queries: list[Query], skipped: int) -> TestResult:
@@ -267,7 +336,11 @@ def _result(ctx: TestContext, queries: list[Query], skipped: int) -> TestResult:
                 f"{min_effect:g} above it"
             ),
             "settings": [list(s) for s in settings(p)],
-            "prompt_form": "baseline" if baseline_of(ctx.model) else ctx.model.prompt_form,
+            "prompt_form": (
+                "baseline"
+                if ctx.model is not None and GENERATE not in ctx.model.capabilities
+                else ctx.prompt_form
+            ),
         },
         records=[
             QueryRecord(

@@ -60,12 +60,29 @@ class Request:
 
 @dataclass
 class Response:
-    """A backend's answer, or the reason there is none."""
+    """A backend's answer, or the reason there is none; ``detail`` holds what a fitted
+    baseline chose (hyperparameters, folds)."""
 
     text: str
     cached: bool = False
     error: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FitRequest:
+    """A statistical baseline's question: fit on ``train`` with ``labels`` (columns of the
+    given ``kinds``), then label row ``row`` of ``test``. Requests that share their ``train``,
+    ``test`` and ``seed`` objects share one fit. ``prompt`` is what a record shows."""
+
+    train: Any
+    labels: tuple[str, ...]
+    test: Any
+    kinds: tuple[tuple[str, str], ...]
+    seed: int
+    row: int
+    prompt: str
 
 
 @runtime_checkable

@@ -1,9 +1,10 @@
 """Statistical baselines in the place of a model (``model=logistic-regression``, …).
 
 A baseline is built like any model (``backend: baseline`` in ``conf/model/``), so it runs in
-the same grid and is logged with the same tags. The learning tests (``fewshot_predict``,
-``statistical_learning``) see it through ``baseline_of`` and fit it on the data instead of
-prompting. It cannot write text: a test that prompts it gets failed queries that say so.
+the same grid and is logged with the same tags. Its one capability is ``fit``: the learning
+tests (``fewshot_predict``, ``statistical_learning``) send it ``FitRequest``s
+(``LanguageModel.fit``) instead of prompts. It cannot write text: the runner rules the other
+tests out, and a prompt sent to it anyway gets a failed query that says so.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import pandas as pd
 
 from tabmem.errors import ConfigError, ProviderError
 from tabmem.llm.base import FIT, GenerationParams, Message
-from tabmem.llm.client import LanguageModel
 from tabmem.stats.classifiers import ESTIMATORS, Fitted, fit_predict
 
 LEARNING_TESTS = ("fewshot_predict", "statistical_learning")
@@ -74,9 +74,3 @@ class BaselineBackend:
 
     def close(self) -> None:
         """Nothing to release."""
-
-
-def baseline_of(model: LanguageModel) -> BaselineBackend | None:
-    """The baseline behind a model, or None for a language model."""
-    backend = model.backend
-    return backend if isinstance(backend, BaselineBackend) else None

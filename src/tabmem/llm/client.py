@@ -21,11 +21,12 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from tabmem.errors import ProviderError, TransientProviderError
-from tabmem.llm.base import Backend, Request, Response, capabilities_of
+from tabmem.llm.base import Backend, FitRequest, Request, Response, capabilities_of
 from tabmem.llm.budget import Budget
 from tabmem.llm.cache import ResponseCache, cache_key
 from tabmem.llm.plan import RequestPlan, prompt_tokens
@@ -185,6 +186,25 @@ class LanguageModel:
         """What the model can do (``tabmem.llm.base.capabilities_of``): tests state what they
         need, and the runner decides once whether a test applies to the model."""
         return capabilities_of(self.backend)
+
+    def fit(self, requests: Sequence[FitRequest]) -> list[Response]:
+        """A statistical baseline's answers (capability ``fit``): the label it predicts for each
+        request's test row, one fit per shared training set, test rows and seed."""
+        fits: dict[tuple[int, int, int], Any] = {}
+        answers = []
+        for request in requests:
+            key = (id(request.train), id(request.test), request.seed)
+            if key not in fits:
+                fits[key] = self.backend.fit_predict(  # type: ignore[attr-defined]
+                    request.train,
+                    list(request.labels),
+                    request.test,
+                    dict(request.kinds),
+                    request.seed,
+                )
+            fitted = fits[key]
+            answers.append(Response(text=fitted.labels[request.row], detail=dict(fitted.info)))
+        return answers
 
     def logprobs(self, requests: Sequence, description: str = "log-probabilities") -> list | None:
         """Per-token log-probabilities of each ``ScoreRequest`` (cached), or None when the
