@@ -1,5 +1,7 @@
 """The transformers backend on a tiny random Llama built here (no download, no GGUF)."""
 
+from dataclasses import replace
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -11,6 +13,7 @@ from tabmem.errors import ProviderError  # noqa: E402
 from tabmem.llm.base import GenerationParams  # noqa: E402
 from tabmem.llm.client import LanguageModel  # noqa: E402
 from tabmem.llm.logprobs import ScoreRequest  # noqa: E402
+from tabmem.llm.stopping import StopRule  # noqa: E402
 from tabmem.llm.transformers_backend import (  # noqa: E402
     Batcher,
     TransformersBackend,
@@ -113,3 +116,13 @@ def test_cut_at_stop_and_batcher_groups():
     batcher = Batcher(run, size=8, wait_s=0.01)
     assert batcher.submit("g", 1) == "g:1"
     assert seen == [("g", [1])]
+
+
+def test_a_stop_rule_ends_generation_once_the_answer_is_settled(backend):
+    rule = StopRule.verbatim("1,2\n3,4\n")
+    params = GenerationParams(max_tokens=40, temperature=0.0)
+    whole = backend.complete("a,b\n", params)
+    stopped = backend.complete("a,b\n", replace(params, stop_rule=rule))
+    assert whole.startswith(stopped) and len(stopped) < len(whole)  # greedy: fewer of the same
+    assert rule.end(stopped) is not None
+    assert rule.cut(stopped) == rule.cut(whole)

@@ -21,6 +21,7 @@ from typing import Any
 
 from tabmem.errors import ProviderError
 from tabmem.llm.base import GenerationParams, Message
+from tabmem.llm.stopping import StopRule
 
 INSTALL_HINT = 'pip install "tabmem[hf]" (torch, transformers, accelerate, gguf)'
 FULL_HASH_LIMIT = 4 << 30
@@ -115,8 +116,23 @@ class Batcher:
             future.set_result(result)
 
 
+def settled_rows(transformers: Any, rule: StopRule, tokenizer: Any, width: int) -> Any:
+    """A stopping criterion that ends each row of a batch once ``rule`` has settled its answer
+    (the tokens after the prompt's ``width``), so a finished row stops costing steps and the
+    batch ends when every row has settled."""
+
+    class Settled(transformers.StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            texts = tokenizer.batch_decode(input_ids[:, width:], skip_special_tokens=True)
+            done = [rule.end(text) is not None for text in texts]
+            return input_ids.new_tensor(done, dtype=bool)
+
+    return Settled()
+
+
 class TransformersBackend:
-    """A Hugging Face causal LM: batched generation, chat templates, log-probabilities."""
+    """A Hugging Face causal LM: batched generation, chat templates, log-probabilities; it
+    stops each answer once the request's stop rule has settled it."""
 
     supports_logprobs = True
 
@@ -142,6 +158,7 @@ class TransformersBackend:
         self.context_window = context_window
         self.batch_size = max(1, batch_size)
         self._torch = torch
+        self._transformers = transformers
         self._device = (
             ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         )
@@ -227,6 +244,10 @@ class TransformersBackend:
             kwargs.update(temperature=params.temperature, top_p=params.top_p)
         if params.stop:
             kwargs.update(stop_strings=list(params.stop), tokenizer=self.tokenizer)
+        if params.stop_rule is not None:
+            kwargs["stopping_criteria"] = self._transformers.StoppingCriteriaList(
+                [settled_rows(self._transformers, params.stop_rule, self.tokenizer, width)]
+            )
         with self._lock, torch.no_grad():
             if sampling:
                 torch.manual_seed(params.seed)
