@@ -8,9 +8,8 @@ The probes are ``completion_choice`` and ``existence``: each is a ``ChoiceProbe`
 from __future__ import annotations
 
 import random
-from abc import abstractmethod
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -134,12 +133,19 @@ class ChoiceProbe(Lifecycle[ChoiceQuestion, ProbeFacts]):
     nothing_fits = "no question fits the model's context window"
     none_drawn: ClassVar[str]  # why no question could be drawn
     fraction_key: ClassVar[str]  # the setting for the share of attributes hidden or changed
+    figure_names: ClassVar[tuple[str, str]]  # metrics: attributes per record, draws dropped
+    draw: ClassVar[Callable[..., tuple[list[ChoiceQuestion], int]]]
+    """(table, params, pool, n_changed, source, rng) -> the questions and the draws dropped"""
 
-    @abstractmethod
     def questions(
         self, ctx: TestContext, table: ValueTable, pool: list[int], n_changed: int
     ) -> tuple[list[ChoiceQuestion], dict[str, float]]:
-        """The questions, seeded, and figures of how they were drawn."""
+        """The questions, seeded by the test's name and the seed, and figures of the draw."""
+        rng = random.Random(f"{self.name}:{ctx.seed}")
+        source = source_phrase(ctx.dataset, ctx.params)
+        drawn, dropped = type(self).draw(table, ctx.params, pool, n_changed, source, rng)
+        per_record, dropped_name = self.figure_names
+        return drawn, {per_record: n_changed, dropped_name: dropped}
 
     def plan(self, ctx: TestContext) -> tuple[list[ChoiceQuestion], ProbeFacts] | TestResult:
         p = ctx.params

@@ -13,12 +13,10 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from tabmem.battery.base import TestContext
 from tabmem.battery.choice_probe import (
     ChoiceProbe,
     ChoiceQuestion,
     shuffle_options,
-    source_phrase,
 )
 from tabmem.battery.lifecycle import register_lifecycle
 from tabmem.prompts.choices import Option, option_block
@@ -103,11 +101,5 @@ class CompletionChoice(ChoiceProbe):
     title = "completion choice"
     none_drawn = "no record gave five distinct candidate values"
     fraction_key = "mask_fraction"
-
-    def questions(
-        self, ctx: TestContext, table: ValueTable, pool: list[int], n_changed: int
-    ) -> tuple[list[ChoiceQuestion], dict[str, float]]:
-        rng = random.Random(f"{TEST}:{ctx.seed}")
-        source = source_phrase(ctx.dataset, ctx.params)
-        questions, dropped = completion_questions(table, ctx.params, pool, n_changed, source, rng)
-        return questions, {"hidden_per_record": n_changed, "candidate_draws_dropped": dropped}
+    figure_names = ("hidden_per_record", "candidate_draws_dropped")
+    draw = staticmethod(completion_questions)

@@ -14,12 +14,10 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from tabmem.battery.base import TestContext
 from tabmem.battery.choice_probe import (
     ChoiceProbe,
     ChoiceQuestion,
     shuffle_options,
-    source_phrase,
 )
 from tabmem.battery.lifecycle import register_lifecycle
 from tabmem.prompts.choices import Option, option_block
@@ -89,11 +87,5 @@ class Existence(ChoiceProbe):
     title = "existence"
     none_drawn = "no record gave four distinct altered copies"
     fraction_key = "change_fraction"
-
-    def questions(
-        self, ctx: TestContext, table: ValueTable, pool: list[int], n_changed: int
-    ) -> tuple[list[ChoiceQuestion], dict[str, float]]:
-        rng = random.Random(f"{TEST}:{ctx.seed}")
-        source = source_phrase(ctx.dataset, ctx.params)
-        questions, dropped = existence_questions(table, ctx.params, pool, n_changed, source, rng)
-        return questions, {"changed_per_record": n_changed, "record_draws_dropped": dropped}
+    figure_names = ("changed_per_record", "record_draws_dropped")
+    draw = staticmethod(existence_questions)
