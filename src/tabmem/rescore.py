@@ -261,7 +261,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("file", type=Path, help="queries.json of a run, or a published CSV")
     parser.add_argument("--dataset", required=True, help="a dataset config name or a CSV path")
-    parser.add_argument("--test", required=True, help="row_completion, first_token, ...")
+    parser.add_argument(
+        "--test", required=True, help="header, row_completion, first_token or feature_completion"
+    )
     parser.add_argument("--model-name", required=True, help="the model that gave the answers")
     parser.add_argument("--format", choices=FORMATS, help="default: queries for .json, else CSV")
     parser.add_argument("--transform", default="original")
