@@ -169,7 +169,9 @@ class ChoiceProbe(Lifecycle[ChoiceQuestion, ProbeFacts]):
             return TestResult.not_applicable(self.name, cannot, info=info)
         return questions, ProbeFacts(metrics, info)
 
-    def word(self, ctx: TestContext, queries: Sequence[ChoiceQuestion]) -> Worded[ChoiceQuestion]:
+    def word(
+        self, ctx: TestContext, queries: Sequence[ChoiceQuestion], facts: ProbeFacts
+    ) -> Worded[ChoiceQuestion]:
         asked = [(r, q) for q in queries if (r := _request(ctx, q)) is not None]
         return Worded(
             [q for _, q in asked],

@@ -259,7 +259,7 @@ class ConditionalCompletion(Lifecycle[Asked, PrefixFacts]):
         rows = data_values(ctx.dataset)
         return queries, PrefixFacts(names, PrefixIndex(rows), NeighbourModel(rows))
 
-    def word(self, ctx: TestContext, queries: Sequence[Asked]) -> Worded[Asked]:
+    def word(self, ctx: TestContext, queries: Sequence[Asked], facts: PrefixFacts) -> Worded[Asked]:
         model = ctx.model
         if model is None:
             raise ConfigError("Wording a test's requests needs a model.")

@@ -145,9 +145,8 @@ class DatasetName(Lifecycle[Shown, NameFacts]):
         shown, shots = _plan(ctx, ctx.params)
         return shown, NameFacts(shots, specs)
 
-    def word(self, ctx: TestContext, queries: Sequence[Shown]) -> Worded[Shown]:
-        shots = _plan(ctx, ctx.params)[1]
-        built = [(s, _request(ctx, ctx.params, s, shots)) for s in queries]
+    def word(self, ctx: TestContext, queries: Sequence[Shown], facts: NameFacts) -> Worded[Shown]:
+        built = [(s, _request(ctx, ctx.params, s, facts.shots)) for s in queries]
         kept = [(s, r) for s, r in built if r is not None]
         return Worded([s for s, _ in kept], [r for _, r in kept])
 

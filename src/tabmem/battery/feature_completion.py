@@ -262,7 +262,9 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
         sampled = {"predictor_accuracy_sampled": predicted, "predictor_rows_sampled": len(checked)}
         return FeatureFacts(columns, chosen, bool(named), chance, predictor, sampled)
 
-    def word(self, ctx: TestContext, queries: Sequence[FeatureQuestion]) -> Worded[FeatureQuestion]:
+    def word(
+        self, ctx: TestContext, queries: Sequence[FeatureQuestion], facts: FeatureFacts
+    ) -> Worded[FeatureQuestion]:
         return word_questions(ctx, queries)
 
     def locate(self, ctx: TestContext, recorded: Recorded) -> FeatureQuestion | str:

@@ -143,7 +143,7 @@ class FeatureNames(Lifecycle[str, NamesFacts]):
         shown = names[: shown_count(ctx.dataset)]
         return [question], NamesFacts(shown, names[len(shown) :], truth_text)
 
-    def word(self, ctx: TestContext, queries: Sequence[str]) -> Worded[str]:
+    def word(self, ctx: TestContext, queries: Sequence[str], facts: NamesFacts) -> Worded[str]:
         p = ctx.params
         model = ctx.model
         if model is None:

@@ -229,16 +229,15 @@ class FewshotPredict(Lifecycle[Asked, PredictionFacts]):
         ]
         return queries, PredictionFacts(data, blocks, questions, system, style)
 
-    def word(self, ctx: TestContext, queries: Sequence[Asked]) -> Worded[Asked]:
+    def word(
+        self, ctx: TestContext, queries: Sequence[Asked], facts: PredictionFacts
+    ) -> Worded[Asked]:
         model = ctx.model
         if model is None:
             raise ConfigError("Wording a test's requests needs a model.")
-        facts = self.plan(ctx)
-        if isinstance(facts, TestResult):
-            return Worded([], [])
-        data, questions = facts[1].data, facts[1].questions
+        data, questions = facts.data, facts.questions
         if GENERATE not in model.capabilities:
-            requests = _fit_requests(data, facts[1].blocks, queries, questions, ctx.seed)
+            requests = _fit_requests(data, facts.blocks, queries, questions, ctx.seed)
             context = {"few_shot_examples_dropped": 0, "queries_skipped": 0}
             return Worded(list(queries), list(requests), context)
         chat = model.prompt_form == "chat"
@@ -257,7 +256,7 @@ class FewshotPredict(Lifecycle[Asked, PredictionFacts]):
             def build(
                 kept: int, shots: list = shots, question: str = questions[asked.index]
             ) -> Request:
-                return ifthen_request(chat, facts[1].system, shots[:kept], question, params)
+                return ifthen_request(chat, facts.system, shots[:kept], question, params)
 
             fitted = fit_to_context(
                 build, len(shots), model.count_tokens, model.context_window, params

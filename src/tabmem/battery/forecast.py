@@ -393,12 +393,12 @@ class Forecast(Lifecycle[int, SeriesFacts]):
         series = series_view(ctx.dataset)
         return select_steps(series, s, random.Random(ctx.seed)), SeriesFacts(series, s)
 
-    def word(self, ctx: TestContext, queries: Sequence[int]) -> Worded[int]:
+    def word(self, ctx: TestContext, queries: Sequence[int], facts: SeriesFacts) -> Worded[int]:
         """The request of each step that fits the context window; the others are skipped."""
         model = ctx.model
         if model is None:
             raise ConfigError("Wording a test's requests needs a model.")
-        s, series = Settings.from_params(ctx.params), series_view(ctx.dataset)
+        s, series = facts.settings, facts.series
         description = ctx.dataset.spec.description or f"the series '{ctx.dataset.name}'."
         worded: Worded[int] = Worded([], [])
         skipped = 0

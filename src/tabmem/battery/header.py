@@ -162,7 +162,9 @@ class Header(Rescorable[HeaderQuery, HeaderFacts]):
             rule, evidence_rows(rule), tuple(r for r in rows if not 0 < r < n_records)
         )
 
-    def word(self, ctx: TestContext, queries: Sequence[HeaderQuery]) -> Worded[HeaderQuery]:
+    def word(
+        self, ctx: TestContext, queries: Sequence[HeaderQuery], facts: HeaderFacts
+    ) -> Worded[HeaderQuery]:
         p = ctx.params
         model = ctx.model
         if model is None:

@@ -84,8 +84,9 @@ class Lifecycle(ABC, Generic[Q, F]):
         test cannot tell on this cell."""
 
     @abstractmethod
-    def word(self, ctx: TestContext, queries: Sequence[Q]) -> Worded[Q]:
-        """Requests for the queries that fit the model's context window."""
+    def word(self, ctx: TestContext, queries: Sequence[Q], facts: F) -> Worded[Q]:
+        """Requests for the queries that fit the model's context window (``facts`` from the
+        plan, so wording need not redo its work)."""
 
     @abstractmethod
     def score(self, ctx: TestContext, facts: F, answer: Answer[Q]) -> QueryRecord:
@@ -111,7 +112,7 @@ class Lifecycle(ABC, Generic[Q, F]):
         if isinstance(planned, TestResult):
             return planned
         queries, facts = planned
-        worded = self.word(ctx, queries)
+        worded = self.word(ctx, queries, facts)
         if not worded.requests:
             return self.unfit(ctx, facts, worded)
         responses = self.ask(ctx, worded.requests)

@@ -142,7 +142,9 @@ class MinKProb(ScoringTest[RowPair, PairFacts]):
             )
         return sample.pairs, PairFacts(float(p.get("k_percent", 20)), sample.dropped)
 
-    def word(self, ctx: TestContext, queries: Sequence[RowPair]) -> Worded[RowPair]:
+    def word(
+        self, ctx: TestContext, queries: Sequence[RowPair], facts: PairFacts
+    ) -> Worded[RowPair]:
         requests = [
             (ScoreRequest(pair.real, pair.context), ScoreRequest(pair.contrast, pair.context))
             for pair in queries

@@ -169,7 +169,7 @@ class WindowTest(Rescorable[Window, F]):
         prefix_rows = int(ctx.params.get("prefix_rows", 10))
         return [window(ctx.dataset, t, prefix_rows) for t in window_positions(ctx)]
 
-    def word(self, ctx: TestContext, queries: Sequence[Window]) -> Worded[Window]:
+    def word(self, ctx: TestContext, queries: Sequence[Window], facts: F) -> Worded[Window]:
         return word_windows(ctx, queries)
 
     def locate(self, ctx: TestContext, recorded: Recorded) -> Window | str:

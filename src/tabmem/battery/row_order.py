@@ -138,7 +138,9 @@ class RowOrderTest(ScoringTest[Ordering, dict[str, float]]):
         queries += [Ordering(o, block_text(ctx.dataset, rows, o)) for o in orders]
         return queries, structure
 
-    def word(self, ctx: TestContext, queries: Sequence[Ordering]) -> Worded[Ordering]:
+    def word(
+        self, ctx: TestContext, queries: Sequence[Ordering], facts: dict[str, float]
+    ) -> Worded[Ordering]:
         context = ctx.dataset.header + ctx.dataset.newline
         return Worded(list(queries), [(ScoreRequest(q.text, context),) for q in queries])
 

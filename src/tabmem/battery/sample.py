@@ -212,7 +212,7 @@ class SamplingTest(Lifecycle[int, F]):
             return facts
         return list(range(int(sampler_settings(ctx).get("n_samples", 100)))), facts
 
-    def word(self, ctx: TestContext, queries: Sequence[int]) -> Worded[int]:
+    def word(self, ctx: TestContext, queries: Sequence[int], facts: F) -> Worded[int]:
         settings = sampler_settings(ctx)
         pool = example_pool(ctx.dataset, list(settings.get("few_shot_pool", [])))
         max_tokens = _max_tokens(ctx, settings)

@@ -227,7 +227,7 @@ class StatisticalLearning(Lifecycle[Query, None]):
         ]
         return queries, None
 
-    def word(self, ctx: TestContext, queries: Sequence[Query]) -> Worded[Query]:
+    def word(self, ctx: TestContext, queries: Sequence[Query], facts: None) -> Worded[Query]:
         model = ctx.model
         if model is None:
             raise ConfigError("Wording a test's requests needs a model.")
