@@ -130,6 +130,7 @@ def rescore(
 ) -> tuple[TestResult, Located]:
     """Locate the lines, fit the test's data-only facts for the located queries, score each
     recorded answer and decide, exactly as a live run scores and decides its own answers."""
+    ctx = test.bind(ctx)
     located = locate_all(test, ctx, lines)
     if not located.queries:
         reasons = "; ".join(located.missing)

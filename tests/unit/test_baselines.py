@@ -5,6 +5,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from harness import settings_of
 
 from tabmem.battery.base import TestContext, inapplicable_reason
 from tabmem.battery.fewshot_predict import FewshotPredict
@@ -105,7 +106,7 @@ def test_fewshot_predict_fits_a_baseline_on_the_rows_outside_each_block():
         f"{x},{'ab'[x % 2]},{'yes' if x > 40 else 'no'}\n" for x in range(1, 61)
     )
     dataset = Dataset(DatasetSpec(name="tiny", target="label"), Path("t.csv"), text)
-    params = {"n_test_rows": 30, "max_test_fraction": 0.25}
+    params = settings_of("fewshot_predict", n_test_rows=30, max_test_fraction=0.25)
     results = {}
     for estimator in ("logistic_regression", "majority_class"):
         backend = BaselineBackend(estimator, estimator, {})

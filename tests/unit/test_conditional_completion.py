@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from harness import settings_of
 from test_knowledge_tests import InProcessOracle
 
 from tabmem.battery.base import TestContext, get_test
@@ -27,12 +28,13 @@ def towns_text(n_rows: int = 300) -> str:
 
 
 TOWNS = Dataset(spec=DatasetSpec(name="towns"), path=Path("towns.csv"), text=towns_text())
-SETTINGS = {
-    "n_per_feature": 20,
-    "features": ["town", "street"],
-    "few_shot_pool": [],
-    "completion_prompt": "Dataset: {dataset}\n{pairs}\n{feature} =",
-}
+SETTINGS = settings_of(
+    "conditional_completion",
+    n_per_feature=20,
+    features=["town", "street"],
+    few_shot_pool=[],
+    completion_prompt="Dataset: {dataset}\n{pairs}\n{feature} =",
+)
 
 
 def run(oracle):

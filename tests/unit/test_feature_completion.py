@@ -5,6 +5,7 @@ import re
 from pathlib import Path
 
 import pytest
+from harness import settings_of
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.feature_completion import FeatureCompletion, question
@@ -60,7 +61,7 @@ class Script:
 def run(truthful=True, text=TEXT, form="completion", **params):
     model = LanguageModel(Script(text, truthful), "m", prompt_form=form, show_progress=False)
     dataset = Dataset(spec=DatasetSpec(name="t", family="t"), path=Path("t.csv"), text=text)
-    settings = {"few_shot_pool": [], "n_queries": 20, **params}
+    settings = settings_of("feature_completion", few_shot_pool=[], n_queries=20, **params)
     return FeatureCompletion().run(TestContext(dataset, model, settings, seed=4))
 
 
@@ -141,7 +142,7 @@ def run_oracle(oracle_class, text, **params):
 
     dataset = Dataset(spec=DatasetSpec(name="post"), path=Path("post.csv"), text=text)
     model = LanguageModel(InProcess(dataset), "oracle", show_progress=False)
-    settings = {"few_shot_pool": [], "n_queries": 40, **params}
+    settings = settings_of("feature_completion", few_shot_pool=[], n_queries=40, **params)
     return FeatureCompletion().run(TestContext(dataset, model, settings, seed=4))
 
 

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
+from harness import settings_of
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.fewshot_predict import (
     FewshotPredict,
+    FewshotPredictSettings,
     decide,
     example_plan,
     majority_hits,
@@ -24,7 +25,6 @@ from tabmem.data.transforms import apply_transform
 from tabmem.errors import TransientProviderError
 from tabmem.llm.base import GenerationParams
 from tabmem.llm.client import LanguageModel, RetryPolicy
-from tabmem.paths import conf_dir
 from tabmem.prompts.ifthen import IfThenFormat, ifthen_request
 from tabmem.results import Verdict
 from tabmem.stats.accuracy import Accuracy, p_above, wilson_interval
@@ -34,18 +34,20 @@ from tabmem.stats.labels import parse_label
 TEXT = "x,g,label\n" + "".join(
     f"{x},{'ab'[x % 2]},{'yes' if x > 40 else 'no'}\n" for x in range(1, 61)
 )
-PARAMS = {
-    "n_shots": 6,
-    "n_test_rows": 30,
-    "max_test_fraction": 0.25,
-    "system_prompts": {
+PARAMS = settings_of(
+    "fewshot_predict",
+    n_shots=6,
+    n_test_rows=30,
+    max_test_fraction=0.25,
+    system_prompts={
         "named": "Records of {dataset} ({description}). {task}",
         "task": "Records. {task}",
         "plain": "Predict {target}.",
     },
-    "prompt_style": {"original": "named", "perturbed": "task", "statistical": "plain"},
-    "default_task": "Predict {target}.",
-}
+    prompt_style={"original": "named", "perturbed": "task", "statistical": "plain"},
+    default_task="Predict {target}.",
+)
+TYPED = FewshotPredictSettings.load(PARAMS)
 
 
 def tiny(text=TEXT, target="label"):
@@ -183,7 +185,7 @@ def test_large_but_not_significant_is_ambiguous_as_in_every_other_test():
 
 
 def test_ifthen_question_and_both_prompt_forms():
-    fmt = IfThenFormat()
+    fmt = IfThenFormat("IF {features}, THEN {target} =", "{name} = {value}", ", ")
     question = fmt.ask(["a", "b", "c"], ["1", "", "x"], "t")
     assert question == "IF a = 1, c = x, THEN t ="
     params = GenerationParams(max_tokens=4)
@@ -257,10 +259,10 @@ def test_same_seed_same_prompts():
 
 def test_perturbed_keeps_the_original_prompt_and_task_drops_the_name():
     dataset = tiny()
-    named, style = system_prompt(dataset, "label", PARAMS)
+    named, style = system_prompt(dataset, "label", TYPED)
     assert style == "named" and "Tiny Table" in named
     task = apply_transform(dataset, {"name": "task"}, 0)
-    text, style = system_prompt(task, "label", PARAMS)
+    text, style = system_prompt(task, "label", TYPED)
     assert style == "task" and "Tiny" not in text
     result, _ = run(dataset=task)
     assert result.info["dataset_named"] is False and result.info["transform"] == "task"
@@ -270,7 +272,7 @@ def test_perturbed_keeps_the_original_prompt_and_task_drops_the_name():
 def test_shipped_config_gives_perturbed_the_original_prompt_word_for_word(name):
     """The paper keeps the original system prompt, dataset name included, for the perturbed
     version, so that original -> perturbed changes the values alone."""
-    params = yaml.safe_load((conf_dir() / "test" / "fewshot_predict.yaml").read_text())
+    params = FewshotPredictSettings.load(settings_of("fewshot_predict"))
     original = load_dataset(dataset_specs()[name])
     perturbed = apply_transform(original, {"name": "perturbed"}, 0)
     assert perturbed.text != original.text

@@ -5,11 +5,13 @@ import re
 from pathlib import Path
 
 import numpy as np
+from harness import settings_of
 from sklearn.linear_model import LogisticRegression
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.statistical_learning import (
     StatisticalLearning,
+    StatisticalLearningSettings,
     reference_labels,
     settings,
 )
@@ -20,14 +22,16 @@ from tabmem.llm.client import LanguageModel
 from tabmem.results import Verdict
 from tabmem.stats.classifiers import l2_logistic, random_search_logistic
 
-PARAMS = {
-    "dimensions": [1, 4],
-    "fixed_shots": 10,
-    "shots": [4, 10],
-    "fixed_dimension": 2,
-    "n_problems": 12,
-    "system_prompt": "Label the point.",
-}
+PARAMS = settings_of(
+    "statistical_learning",
+    dimensions=[1, 4],
+    fixed_shots=10,
+    shots=[4, 10],
+    fixed_dimension=2,
+    n_problems=12,
+    system_prompt="Label the point.",
+)
+TYPED = StatisticalLearningSettings.load(PARAMS)
 ANY_DATASET = Dataset(DatasetSpec(name="any"), Path("any.csv"), "a\n1\n")
 
 
@@ -42,7 +46,7 @@ def test_problem_labels_follow_the_half_space_of_the_written_points():
 
 
 def test_settings_join_both_sweeps_once():
-    assert settings(PARAMS) == [(1, 10), (2, 4), (2, 10), (4, 10)]
+    assert settings(TYPED) == [(1, 10), (2, 4), (2, 10), (4, 10)]
 
 
 def test_examples_are_half_of_each_label_as_in_the_paper():
@@ -82,7 +86,7 @@ def test_reference_logistic_regression_is_scale_free_and_picks_c_by_cross_valida
 
 def test_references_solve_an_easy_one_dimensional_problem():
     problem = linear_problem(1, 40, np.random.default_rng(3))
-    labels = reference_labels(problem, {}, np.random.default_rng(0))
+    labels = reference_labels(problem, TYPED, np.random.default_rng(0))
     assert labels == {
         "logistic_regression": str(problem.test_y),
         "nearest_neighbour": str(problem.test_y),
@@ -128,7 +132,7 @@ def test_a_model_that_is_a_nearest_neighbour_matches_the_reference_exactly():
     result = run(NearestNeighbour())
     assert result.n_queries == 4 * 12
     assert result.rate == result.metrics["knn_accuracy"]
-    for d, k in settings(PARAMS):
+    for d, k in settings(TYPED):
         assert result.metrics[f"accuracy_d{d}_k{k}"] == result.metrics[f"knn_accuracy_d{d}_k{k}"]
     table = result.tables["curves.json"]
     assert len(table) == 4 * 3 and set(table["learner"]) == {

@@ -4,6 +4,7 @@ import random
 from pathlib import Path
 
 import pytest
+from harness import settings_of
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.first_token import FirstToken
@@ -51,7 +52,7 @@ def run(rows, truthful=True, tokenizer=None, header="num,kind", **params):
         Script(text, truthful, tokenizer), "m", prompt_form="completion", show_progress=False
     )
     dataset = Dataset(spec=DatasetSpec(name="t", family="t"), path=Path("t.csv"), text=text)
-    settings = {"few_shot_pool": [], "n_queries": 25, **params}
+    settings = settings_of("first_token", few_shot_pool=[], n_queries=25, **params)
     return FirstToken().run(TestContext(dataset, model, settings, seed=2))
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from harness import settings_of
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.forecast import (
@@ -17,6 +18,7 @@ from tabmem.battery.forecast import (
     PERIODS_TABLE,
     Comparison,
     Forecast,
+    ForecastSettings,
     Settings,
     decide,
     select_steps,
@@ -33,17 +35,23 @@ NAIVE_ERROR = 1 - 1 / 1.005
 DATES = pd.date_range("2020-01-01", periods=731, freq="D")  # 2020 (leap) and 2021
 VALUES = {f"{d.date()}": 100 * 1.005**i for i, d in enumerate(DATES)}
 TEXT = "date,value\n" + "".join(f"{d},{v:.6f}\n" for d, v in VALUES.items())
-PARAMS = {
-    "period": "year",
-    "window": 20,
-    "steps_per_period": 20,
-    "cap": 0.02,
-    "question": "{date_name} = {date}\n{value_name} =",
-    "answer": "{value}",
-    "system_prompt": "Forecast {description} from {window} steps.",
-    "completion_preamble": "{description}\n\n",
-    "n_bootstrap": 200,
-}
+PARAMS = settings_of(
+    "forecast",
+    period="year",
+    window=20,
+    steps_per_period=20,
+    cap=0.02,
+    question="{date_name} = {date}\n{value_name} =",
+    answer="{value}",
+    system_prompt="Forecast {description} from {window} steps.",
+    completion_preamble="{description}\n\n",
+    n_bootstrap=200,
+)
+
+
+def derived(**changes) -> Settings:
+    """What the test derives from ``PARAMS`` with ``changes``."""
+    return Settings.from_params(ForecastSettings.load({**PARAMS, **changes}))
 
 
 def series_dataset(kind: str = "series") -> Dataset:
@@ -177,11 +185,11 @@ def test_completion_prompt_is_the_csv_window_ending_with_the_next_date():
 
 def test_same_seed_same_steps_and_sampling_per_period():
     series = series_view(series_dataset())
-    settings = Settings.from_params({**PARAMS, "steps_per_period": 5})
+    settings = derived(steps_per_period=5)
     first = select_steps(series, settings, random.Random(1))
     assert first == select_steps(series, settings, random.Random(1))
     assert len(first) == 10 and first == sorted(first)
-    every = Settings.from_params({**PARAMS, "steps_per_period": None, "start": "2021-12-01"})
+    every = derived(steps_per_period=None, start="2021-12-01")
     assert select_steps(series, every, random.Random(1)) == list(range(700, 731))
 
 
@@ -206,7 +214,7 @@ def test_a_tabular_dataset_is_not_applicable():
 @pytest.mark.parametrize(("name", "value"), [("period", "week"), ("cutoff", "soon")])
 def test_bad_settings_stop_with_one_sentence(name, value):
     with pytest.raises(ConfigError, match=name):
-        Settings.from_params({**PARAMS, name: value})
+        derived(**{name: value})
 
 
 def shift(p_value: float, difference: float = 0.01) -> ShiftTest:
@@ -224,11 +232,11 @@ def shift(p_value: float, difference: float = 0.01) -> ShiftTest:
     ],
 )
 def test_verdict_rule(error, excess, verdict):
-    settings = Settings.from_params(PARAMS)
+    settings = derived()
     assert decide(Comparison(error, excess, 20, 20), settings)[0] is verdict
 
 
 def test_too_few_steps_on_one_side_is_not_applicable():
-    settings = Settings.from_params(PARAMS)
+    settings = derived()
     verdict, reason = decide(Comparison(shift(0.01), shift(0.01), 20, 3), settings)
     assert verdict is Verdict.NOT_APPLICABLE and "3 after" in reason

@@ -12,6 +12,7 @@ import io
 import tempfile
 from pathlib import Path
 
+from harness import settings_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -118,7 +119,7 @@ def load_fuzzed(raw: bytes, folder: Path):
 def header_test(dataset, completions: list[str], form: str) -> TestResult:
     model = LanguageModel(CannedBackend(completions), "canned", prompt_form=form)
     model.show_progress = False
-    params = {"few_shot": 1, "few_shot_pool": ["iris"], "system_prompt": "Continue."}
+    params = settings_of("header", few_shot=1, few_shot_pool=["iris"], system_prompt="Continue.")
     return Header().run(TestContext(dataset, model, params, seed=0))
 
 

@@ -4,6 +4,7 @@ import random
 from pathlib import Path
 
 import pytest
+from harness import settings_of
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.header import Header, split_at_row
@@ -50,7 +51,9 @@ class TruthBackend:
 
 def run(truthful, form="completion", rows=None, **params):
     model = LanguageModel(TruthBackend(truthful, rows), "m", prompt_form=form, show_progress=False)
-    ctx = TestContext(tiny_dataset(), model, {"few_shot_pool": [], **params}, seed=3)
+    ctx = TestContext(
+        tiny_dataset(), model, settings_of("header", **{"few_shot_pool": [], **params}), seed=3
+    )
     return Header().run(ctx)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from harness import settings_of
 from matplotlib.figure import Figure
 
 from tabmem.battery.base import TestContext, get_test
@@ -51,6 +52,7 @@ SETTINGS = {
         "chance_draws": 500,
         "real_rows": 60,
         "observation_prompt": "Dataset: {dataset}\nColumns: {features}\nRecord:",
+        "few_shot_pool": [],
     },
     "feature_names": {"names_prompt": "Dataset: {dataset}\nHeader:\n{prefix}"},
     "dataset_name": {
@@ -123,7 +125,9 @@ ORACLES = {
 def run(test: str, oracle: str = "memorizer", form: str = "chat", backend=None) -> TestResult:
     backend = backend or InProcessOracle(ORACLES[oracle])
     model = LanguageModel(backend, oracle, prompt_form=form, show_progress=False)
-    params = {"few_shot_pool": [], **SETTINGS.get(test, {})}
+    params = settings_of(test, **SETTINGS.get(test, {}))
+    if "few_shot_pool" in params:
+        params["few_shot_pool"] = []
     return get_test(test)(TestContext(ORCHARD, model, params, seed=0))
 
 

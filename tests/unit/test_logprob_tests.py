@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from harness import settings_of
 
 from tabmem.battery.base import TestContext, run_test
 from tabmem.battery.min_k_prob import MinKProb, row_pairs
@@ -123,8 +124,8 @@ def model(backend, cache=None):
     return LanguageModel(backend, "m", prompt_form="completion", cache=cache, show_progress=False)
 
 
-def context(backend, data=None, seed=0, **params):
-    return TestContext(data or dataset(), model(backend), {"n_permutations": 199, **params}, seed)
+def context(test, backend, data=None, seed=0, **params):
+    return TestContext(data or dataset(), model(backend), settings_of(test, **params), seed)
 
 
 def census_columns():
@@ -187,7 +188,7 @@ def test_a_donor_with_the_same_values_drops_the_pair_instead_of_redrawing():
 
 
 def test_min_k_prob_memorizer_is_evidence():
-    result = MinKProb().run(context(RowMemorizer(TEXT), n_rows=20))
+    result = MinKProb().run(context("min_k_prob", RowMemorizer(TEXT), n_rows=20))
     assert result.verdict == Verdict.EVIDENCE, result.reason
     assert result.metrics["win_rate"] == 1.0
     assert result.n_hits == result.n_queries == 20
@@ -200,7 +201,9 @@ def test_min_k_prob_a_model_that_knows_formats_and_distribution_gets_no_evidence
     # The old contrasts (last digit moved) broke formats: `4074.0` -> `4074.1`, `0` -> `1`,
     # education codes that no education has; this scorer found every one of them.
     backend = DistributionKnower(CENSUS)
-    result = MinKProb().run(context(backend, dataset(CENSUS, "census"), seed=seed, n_rows=50))
+    result = MinKProb().run(
+        context("min_k_prob", backend, dataset(CENSUS, "census"), seed=seed, n_rows=50)
+    )
     assert result.verdict != Verdict.EVIDENCE, result.reason
     assert result.metrics["pairs_scored"] == 50
     assert result.metrics["win_rate"] < 0.65
@@ -217,7 +220,7 @@ def test_min_k_prob_the_distribution_knower_finds_format_breaks():
 
 
 def test_min_k_prob_without_logprobs_is_not_applicable_before_it_runs():
-    ctx = context(NoScoreBackend(TEXT))
+    ctx = context("min_k_prob", NoScoreBackend(TEXT))
     assert LOGPROBS not in ctx.model.capabilities
     result = run_test("min_k_prob", ctx)
     assert result.verdict == Verdict.NOT_APPLICABLE
@@ -230,34 +233,37 @@ def test_min_k_prob_failed_scores_are_failed_queries_not_crashes():
         def logprobs(self, text, context=""):
             raise RuntimeError("device lost")
 
-    result = MinKProb().run(context(Failing(TEXT), n_rows=12))
+    result = MinKProb().run(context("min_k_prob", Failing(TEXT), n_rows=12))
     assert result.verdict == Verdict.NOT_APPLICABLE
     assert all(r.error and "device lost" in r.error for r in result.records)
 
 
 def test_min_k_prob_without_a_varying_column_is_not_applicable():
     text = "a,b\n" + "".join(f"x,{i}\n" for i in range(30))  # one column varies: no contrast
-    result = MinKProb().run(context(RowMemorizer(text), dataset(text, "flat")))
+    result = MinKProb().run(context("min_k_prob", RowMemorizer(text), dataset(text, "flat")))
     assert result.verdict == Verdict.NOT_APPLICABLE
     assert "got a contrast row" in result.reason
 
 
 def test_row_order_memorizer_beats_every_shuffle():
-    result = RowOrderTest().run(context(ScoringBackend(TEXT), n_rows=12))
+    backend = ScoringBackend(TEXT)
+    result = RowOrderTest().run(context("row_order", backend, n_rows=12, n_permutations=199))
     assert result.verdict == Verdict.EVIDENCE, result.reason
     assert result.n_hits == 199
     assert result.p_value == pytest.approx(1 / 200)
 
 
 def test_row_order_without_memory_is_no_evidence():
-    result = RowOrderTest().run(context(ScoringBackend(TEXT, memorizer=False), n_rows=12))
+    result = RowOrderTest().run(
+        context("row_order", ScoringBackend(TEXT, memorizer=False), n_rows=12)
+    )
     assert result.verdict == Verdict.NO_EVIDENCE
     assert result.p_value == 1.0  # every shuffle ties with the file order
 
 
 def test_row_order_on_sorted_rows_is_not_applicable_before_any_query():
     backend = ScoringBackend(SORTED)
-    result = RowOrderTest().run(context(backend, dataset(SORTED, "sorted"), n_rows=20))
+    result = RowOrderTest().run(context("row_order", backend, dataset(SORTED, "sorted"), n_rows=20))
     assert result.verdict == Verdict.NOT_APPLICABLE
     assert "not in random order" in result.reason and "ordered columns: id" in result.reason
     assert backend.calls == 0
@@ -269,7 +275,7 @@ def test_row_order_on_iris_is_not_applicable_the_file_is_grouped_by_species():
     memory there."""
     iris = load_dataset(dataset_specs()["iris"])
     backend = ScoringBackend(iris.text, memorizer=False)
-    result = RowOrderTest().run(context(backend, iris, structure_shuffles=1999))
+    result = RowOrderTest().run(context("row_order", backend, iris, structure_shuffles=1999))
     assert result.verdict == Verdict.NOT_APPLICABLE
     assert "not in random order" in result.reason and "species" in result.reason
     assert 0.05 < result.metrics["structure_p_value"] < 0.5  # passed the old gate
@@ -285,7 +291,7 @@ def test_row_order_sees_an_order_that_only_the_whole_file_shows():
         f"{rng.integers(0, 1000)},{rng.integers(0, 1000)},{'ab'[i >= 100]}\n" for i in range(200)
     )
     backend = ScoringBackend(text, memorizer=False)
-    result = RowOrderTest().run(context(backend, dataset(text, "grouped"), n_rows=20))
+    result = RowOrderTest().run(context("row_order", backend, dataset(text, "grouped"), n_rows=20))
     assert result.verdict == Verdict.NOT_APPLICABLE
     assert result.metrics["structure_p_value"] == 1.0
     assert "ordered columns: kind" in result.reason
@@ -301,7 +307,7 @@ def test_row_order_refuses_a_weak_order_of_the_first_rows_that_no_5_percent_test
         for i in range(200)
     )
     backend = ScoringBackend(text, memorizer=False)
-    result = RowOrderTest().run(context(backend, dataset(text, "drift"), n_rows=24))
+    result = RowOrderTest().run(context("row_order", backend, dataset(text, "drift"), n_rows=24))
     assert result.verdict == Verdict.NOT_APPLICABLE
     assert 0.05 < result.metrics["structure_p_value"] <= 0.5
     assert result.metrics["file_order_p_value"] > 0.05

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from harness import settings_of
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.feature_completion import question
@@ -39,7 +40,9 @@ def published(path: Path, prefixes, suffixes, responses) -> Path:
 
 
 def context(dataset, test: str, **params) -> TestContext:
-    settings = {"alpha": 0.01, "min_effect": 0.1, "prefix_rows": PREFIX_ROWS, **params}
+    settings = settings_of(test, **params)
+    if "prefix_rows" in settings:
+        settings["prefix_rows"] = PREFIX_ROWS
     return TestContext(dataset=dataset, model=None, params=settings, seed=0)
 
 

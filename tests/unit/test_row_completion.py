@@ -4,6 +4,7 @@ import random
 from pathlib import Path
 
 import pytest
+from harness import settings_of
 
 from tabmem.battery import row_completion
 from tabmem.battery.base import TestContext
@@ -65,7 +66,7 @@ class ScriptBackend:
 
 def run(mode, form="completion", text=TEXT, **params):
     model = LanguageModel(ScriptBackend(mode), "m", prompt_form=form, show_progress=False)
-    settings = {"few_shot_pool": [], "n_queries": 20, **params}
+    settings = settings_of("row_completion", few_shot_pool=[], n_queries=20, **params)
     return RowCompletion().run(TestContext(dataset(text), model, settings, seed=1))
 
 

@@ -1,9 +1,11 @@
 """Every ``conf/test/*.yaml`` runs: a single test's file names a registered test (the same
-name as the file) and holds every setting the test reads, and a suite lists registered tests,
-each composed under its own name."""
+name as the file) and loads into that test's typed settings (every field it declares, nothing
+else), every declared setting is read, and a suite lists registered tests, each composed under
+its own name."""
 
 import ast
 import inspect
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -48,48 +50,64 @@ def test_a_baseline_is_refused_by_the_runner_for_tests_that_need_text():
     assert "gives no log-probabilities" in inapplicable_reason("min_k_prob", model)
 
 
-READERS = {"p", "params", "settings"}  # the names tests read their settings through
-OWN_DEFAULT = {("sample", "sampler")}  # sample's sampler settings are its own top level
+def settings_class(name: str) -> type:
+    return registry()[name].__self__.settings
 
 
-def keys_read(path: Path) -> set[str]:
-    """Setting names a module reads: ``p.get("x", …)``, ``ctx.params.get("x")``, ``p["x"]``."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            target, args = node.func.value, node.args
-            literal = args and isinstance(args[0], ast.Constant) and isinstance(args[0].value, str)
-            if node.func.attr == "get" and literal and _reader(target):
-                found.add(args[0].value)
-        key = getattr(node, "slice", None)
-        literal = isinstance(key, ast.Constant) and isinstance(key.value, str)
-        if isinstance(node, ast.Subscript) and literal and _reader(node.value):
-            found.add(key.value)
-    return found
-
-
-def _reader(node: ast.expr) -> bool:
-    name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
-    return name in READERS
-
-
-def names_in(tree: object) -> set[str]:
-    if not isinstance(tree, dict):
-        return set()
-    return set(tree) | set().union(*(names_in(v) for v in tree.values()))
+def composed(overrides: list[str]) -> dict:
+    return OmegaConf.to_container(compose_config(overrides).test, resolve=True)
 
 
 @pytest.mark.parametrize("name", sorted(registry()))
-def test_the_config_holds_every_setting_its_test_reads(name):
-    """A setting read in code but missing from the YAML would run on a default no config
-    shows; the test's module and the battery modules of its base classes are read."""
+def test_the_config_loads_into_the_tests_typed_settings(name):
+    """The YAML holds every setting the test declares, nothing else, each of its type."""
+    settings = settings_class(name).load(composed([f"test={name}"]))
+    assert settings.name == name
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["test=memorization"],
+        ["test=knowledge"],
+        ["test=probes"],
+        ["test=calibration"],
+        ["+calibrate=embedded-twins"],
+        ["+paper=samples-hot"],
+    ],
+    ids=lambda o: o[0],
+)
+def test_suites_and_grid_parts_load_into_each_members_settings(overrides):
+    config = composed(overrides)
+    members = config.get("suite") or [config["name"]]
+    for name in members:
+        section = config[name] if "suite" in config else config
+        assert settings_class(name).load(section).name == name
+
+
+def attributes_and_strings(path: Path) -> set[str]:
+    """Every attribute a module reads (``p.alpha``) and every string it holds (a setting's
+    name kept in a class attribute, read with ``getattr``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.add(node.value)
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(registry()))
+def test_every_declared_setting_is_read(name):
+    """A declared setting no step reads would be a knob that turns nothing; the test's
+    modules, those of its base classes, and the prompt modules they word with are read."""
     test = registry()[name].__self__
     modules = {
         Path(inspect.getsourcefile(c))
         for c in type(test).__mro__
-        if c.__module__.startswith("tabmem.battery.") and c.__module__ != "tabmem.battery.lifecycle"
+        if c.__module__.startswith("tabmem.battery.")
     }
-    config = OmegaConf.to_container(compose_config([f"test={name}"]).test, resolve=True)
-    read = set().union(*(keys_read(m) for m in modules))
-    missing = {k for k in read - names_in(config) if (name, k) not in OWN_DEFAULT}
-    assert not missing, f"conf/test/{name}.yaml lacks {sorted(missing)}"
+    modules |= set((Path(inspect.getsourcefile(registry)).parents[1] / "prompts").glob("*.py"))
+    read = set().union(*(attributes_and_strings(m) for m in modules))
+    declared = {f.name for f in fields(test.settings)} - {"name"}
+    assert not declared - read, f"{name} declares settings it never reads"

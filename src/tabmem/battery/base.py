@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,8 @@ from tabmem.results import TestResult
 class TestContext:
     """One grid cell's inputs: the (transformed) dataset, the model, the test's settings.
 
+    ``params`` is the test's config as composed; a test loads it into its typed settings
+    (``tabmem.battery.settings``) before its first step, and its steps read those.
     ``model`` is None when a test scores answers recorded elsewhere (``tabmem.rescore``).
     """
 
@@ -27,7 +29,7 @@ class TestContext:
 
     dataset: Dataset
     model: LanguageModel | None
-    params: Mapping[str, Any]
+    params: Any
     seed: int
 
     @property

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import Answer, Lifecycle, Worded
+from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
 from tabmem.data.transforms import KEEP_IDENTITY, transform_name
 from tabmem.errors import ConfigError
@@ -87,14 +88,29 @@ def shuffle_options(
     )
 
 
-def source_phrase(dataset: Dataset, params: Mapping[str, Any]) -> str:
+@dataclass(frozen=True)
+class ChoiceSettings(TestSettings):
+    """What both multiple-choice probes read from their config."""
+
+    n_queries: int
+    pool_fraction: float
+    n_options: int
+    alpha: float
+    min_effect: float
+    max_tokens: int
+    named: str
+    unnamed: str
+    system_prompt: str
+    answer_cue: str
+    question: str
+
+
+def source_phrase(dataset: Dataset, params: ChoiceSettings) -> str:
     """How the prompt names the data: by its best-known name on transforms that keep the
     dataset's identity (``original``, ``like``), anonymously on the others (``obfuscated``)."""
     if transform_name(dataset) in KEEP_IDENTITY:
-        return str(params.get("named", "the {dataset} dataset")).format(
-            dataset=dataset_title(dataset)
-        )
-    return str(params.get("unnamed", "a tabular dataset"))
+        return params.named.format(dataset=dataset_title(dataset))
+    return params.unnamed
 
 
 def _request(ctx: TestContext, question: ChoiceQuestion) -> Request | None:
@@ -104,12 +120,12 @@ def _request(ctx: TestContext, question: ChoiceQuestion) -> Request | None:
         raise ConfigError("Wording a test's requests needs a model.")
     chat = model.prompt_form == "chat"
     params = GenerationParams(
-        max_tokens=int(p.get("max_tokens", 24)),
+        max_tokens=p.max_tokens,
         temperature=0.0,
         stop=() if chat else ("\n",),
         seed=ctx.seed,
     )
-    system, cue = str(p.get("system_prompt", "")), str(p.get("answer_cue", "Answer:"))
+    system, cue = p.system_prompt, p.answer_cue
 
     def build(_: int) -> Request:
         return choice_request(system, question.text, chat, cue, params)
@@ -150,11 +166,9 @@ class ChoiceProbe(Lifecycle[ChoiceQuestion, ProbeFacts]):
     def plan(self, ctx: TestContext) -> tuple[list[ChoiceQuestion], ProbeFacts] | TestResult:
         p = ctx.params
         table = ValueTable.from_dataset(ctx.dataset)
-        n_options = int(p.get("n_options", 5))
-        n_changed = hidden_count(len(table.names), float(p.get(self.fraction_key, 0.2)))
-        pool = attribute_pool(
-            table.columns, n_changed, n_options, float(p.get("pool_fraction", 0.5))
-        )
+        n_options = p.n_options
+        n_changed = hidden_count(len(table.names), getattr(p, self.fraction_key))
+        pool = attribute_pool(table.columns, n_changed, n_options, p.pool_fraction)
         info: dict[str, Any] = {"attribute_pool": [table.names[j] for j in pool]}
         if not pool or len(table.rows) < n_options:
             reason = f"no attribute has {n_options} distinct values over {n_options} rows"
@@ -163,7 +177,7 @@ class ChoiceProbe(Lifecycle[ChoiceQuestion, ProbeFacts]):
         if not questions:
             return TestResult.not_applicable(self.name, self.none_drawn, info=info)
         baselines = [question_baseline(q.rule_scores, q.correct, n_options) for q in questions]
-        alpha, min_effect = float(p.get("alpha", 0.001)), float(p.get("min_effect", 0.1))
+        alpha, min_effect = p.alpha, p.min_effect
         cannot = unreachable_reason(baselines, alpha, min_effect, "the right option")
         if cannot:
             return TestResult.not_applicable(self.name, cannot, info=info)
@@ -243,8 +257,8 @@ def _result(
     info: Mapping[str, Any],
 ) -> TestResult:
     p = ctx.params
-    n_options = int(p.get("n_options", 5))
-    alpha, min_effect = float(p.get("alpha", 0.001)), float(p.get("min_effect", 0.1))
+    n_options = p.n_options
+    alpha, min_effect = p.alpha, p.min_effect
     hits = sum(int(r.score) for r in records)
     summary = ChoiceSummary(hits, len(records), n_options)
     baselines = [max(summary.chance, r.extra["rule_hit"]) for r in records]  # = question_baseline

@@ -10,12 +10,12 @@ letter. Accuracy is compared with chance (one in five), one-sided binomial.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
 
 from tabmem.battery.choice_probe import (
     ChoiceProbe,
     ChoiceQuestion,
+    ChoiceSettings,
     shuffle_options,
 )
 from tabmem.battery.lifecycle import register_lifecycle
@@ -23,6 +23,15 @@ from tabmem.prompts.choices import Option, option_block
 from tabmem.prompts.probe_records import ValueTable, candidates, hidden_attributes
 from tabmem.stats.neighbours import NeighbourModel
 from tabmem.stats.probes import log_frequency
+
+
+@dataclass(frozen=True)
+class CompletionChoiceSettings(ChoiceSettings):
+    """``conf/test/completion_choice.yaml``."""
+
+    mask_fraction: float
+    mask_token: str
+
 
 TEST = "completion_choice"
 
@@ -34,11 +43,11 @@ def _question(
     attribute: int,
     hidden: list[int],
     values: list[str],
-    p: Mapping[str, Any],
+    p: CompletionChoiceSettings,
     source: str,
     rng: random.Random,
 ) -> ChoiceQuestion:
-    name, mask = table.names[attribute], str(p.get("mask_token", "[hidden]"))
+    name, mask = table.names[attribute], p.mask_token
     options = [Option(f"{name} = {v}", v) for v in values]
     scores = [log_frequency(table.counts[attribute], v) for v in values]
     shown = {j: v for j, v in enumerate(table.rows[row]) if j not in hidden}
@@ -46,7 +55,7 @@ def _question(
         [{**shown, attribute: v} for v in values], [[attribute]] * len(values), exclude=[row]
     )
     shuffled = shuffle_options(options, scores, rng)
-    text = str(p["question"]).format(
+    text = p.question.format(
         source=source,
         mask=mask,
         record=table.text(table.rows[row], hidden, mask),
@@ -66,7 +75,7 @@ def _question(
 
 def completion_questions(
     table: ValueTable,
-    p: Mapping[str, Any],
+    p: CompletionChoiceSettings,
     pool: list[int],
     n_hidden: int,
     source: str,
@@ -75,7 +84,7 @@ def completion_questions(
     """Up to ``n_queries`` questions over records drawn without replacement, and how many
     candidate draws were dropped (five values not all distinct and non-empty)."""
     model = NeighbourModel(table.rows)
-    n_queries, k = int(p.get("n_queries", 40)), int(p.get("n_options", 5)) - 1
+    n_queries, k = p.n_queries, p.n_options - 1
     questions: list[ChoiceQuestion] = []
     dropped = 0
     for row in rng.sample(range(len(table.rows)), len(table.rows)):
@@ -99,6 +108,7 @@ class CompletionChoice(ChoiceProbe):
 
     name = TEST
     title = "completion choice"
+    settings = CompletionChoiceSettings
     none_drawn = "no record gave five distinct candidate values"
     fraction_key = "mask_fraction"
     figure_names = ("hidden_per_record", "candidate_draws_dropped")

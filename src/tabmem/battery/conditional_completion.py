@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, register_lifecycle, wording_figures
 from tabmem.battery.sample import metric_name
+from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
@@ -44,6 +45,20 @@ from tabmem.stats.paired import against_baseline, query_baselines
 from tabmem.stats.prefixes import PrefixIndex, wilson
 from tabmem.stats.samples import data_values
 from tabmem.stats.verdicts import decide
+
+
+@dataclass(frozen=True)
+class ConditionalCompletionSettings(TestSettings):
+    """``conf/test/conditional_completion.yaml``."""
+
+    n_per_feature: int
+    features: list[str] | None
+    alpha: float
+    min_gain: float
+    few_shot: int
+    few_shot_pool: list[str]
+    system_prompt: str
+    completion_prompt: str
 
 
 @dataclass(frozen=True)
@@ -110,7 +125,7 @@ def _generator(seed: int, position: int, repeat: int) -> random.Random:
 
 def _draw(ctx: TestContext, position: int, repeat: int) -> Asked:
     rng = _generator(ctx.seed, position, repeat)
-    template = str(ctx.params["completion_prompt"])
+    template = ctx.params.completion_prompt
     return Asked(repeat, make_question(ctx.dataset, template, rng, position))
 
 
@@ -123,10 +138,10 @@ def _request(
 ) -> tuple[Request | None, int]:
     """The request for one question, with its own few-shot examples; None if it cannot fit."""
     p, question = ctx.params, asked.question
-    template = str(p["completion_prompt"])
+    template = p.completion_prompt
     rng = _generator(ctx.seed, question.position, asked.repeat)
     make_question(ctx.dataset, template, rng, question.position)  # the draw of the row, again
-    shots = rng.sample(pool, min(int(p.get("few_shot", 3)), len(pool)))
+    shots = rng.sample(pool, min(p.few_shot, len(pool)))
     examples = [_example(d, template, rng, question.position) for d in shots]
     chat = model.prompt_form == "chat"
     params = GenerationParams(
@@ -135,7 +150,7 @@ def _request(
 
     def build(kept: int) -> Request:
         if chat:
-            system = str(p.get("system_prompt", ""))
+            system = p.system_prompt
             return Request(
                 params=params, messages=chat_messages(system, examples[:kept], question.text)
             )
@@ -245,15 +260,16 @@ class ConditionalCompletion(Lifecycle[Asked, PrefixFacts]):
 
     name = "conditional_completion"
     title = "conditional completion"
+    settings = ConditionalCompletionSettings
 
     def plan(self, ctx: TestContext) -> tuple[list[Asked], PrefixFacts] | TestResult:
         names = feature_names(ctx.dataset)
         if len(names) < 2:
             return TestResult.not_applicable(self.name, "the dataset has fewer than two features")
-        n = int(ctx.params.get("n_per_feature", 10))
+        n = ctx.params.n_per_feature
         queries = [
             _draw(ctx, position, repeat)
-            for position in _positions(ctx.dataset, ctx.params.get("features"))
+            for position in _positions(ctx.dataset, ctx.params.features)
             for repeat in range(n)
         ]
         rows = data_values(ctx.dataset)
@@ -263,7 +279,7 @@ class ConditionalCompletion(Lifecycle[Asked, PrefixFacts]):
         model = ctx.model
         if model is None:
             raise ConfigError("Wording a test's requests needs a model.")
-        pool = example_pool(ctx.dataset, list(ctx.params.get("few_shot_pool", [])))
+        pool = example_pool(ctx.dataset, list(ctx.params.few_shot_pool))
         columns = list(zip(*data_values(ctx.dataset), strict=True))
         worded: Worded[Asked] = Worded([], [])
         dropped = 0
@@ -322,7 +338,7 @@ def _result(
     p = ctx.params
     rates = feature_rates(names, records)
     test = against_baseline([r.score for r in records], [r.extra["baseline"] for r in records])
-    alpha, min_gain = float(p.get("alpha", 0.01)), float(p.get("min_gain", 0.1))
+    alpha, min_gain = p.alpha, p.min_gain
     decision = decide(
         "valid completions over the data-only baseline", test.p_value, test.effect, alpha, min_gain
     )

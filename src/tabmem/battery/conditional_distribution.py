@@ -19,9 +19,20 @@ from matplotlib.figure import Figure
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import register_lifecycle
-from tabmem.battery.sample import SampleDraw, SamplingTest
+from tabmem.battery.sample import SampleDraw, SamplingSettings, SamplingTest
 from tabmem.results import TestResult, Verdict
 from tabmem.stats.correlation import CorrelationComparison, compare_correlations, numeric_columns
+
+
+@dataclass(frozen=True)
+class ConditionalDistributionSettings(SamplingSettings):
+    """``conf/test/conditional_distribution.yaml``."""
+
+    strong_correlation: float
+    min_samples: int
+    permutations: int
+    alpha: float
+    min_recovery: float
 
 
 def heat_map(data: pd.DataFrame, samples: pd.DataFrame, n_samples: int, title: str) -> Figure:
@@ -101,11 +112,12 @@ class ConditionalDistribution(SamplingTest[NumericData]):
 
     name = "conditional_distribution"
     title = "conditional distribution"
+    settings = ConditionalDistributionSettings
 
     def prepare(self, ctx: TestContext) -> NumericData | TestResult:
         frame = ctx.dataset.frame
         columns = numeric_columns(frame)
-        strong = float(ctx.params.get("strong_correlation", 0.2))
+        strong = ctx.params.strong_correlation
         if len(columns) < 2:
             return TestResult.not_applicable(
                 self.name, f"the data has {len(columns)} numeric feature(s); 2 are needed"
@@ -132,7 +144,7 @@ def _result(ctx: TestContext, numeric: NumericData, draw: SampleDraw) -> TestRes
     samples = sample_frame(draw, columns)
     model = ctx.model.name if ctx.model is not None else "transcript"
     title = f"{model} on {ctx.dataset.name}: Pearson correlations"
-    min_samples = int(p.get("min_samples", 10))
+    min_samples = p.min_samples
     if len(samples.dropna()) < min_samples:
         figure = heat_map(data.corr(), samples.corr(), len(samples), title)
         return _too_few_samples(
@@ -142,9 +154,9 @@ def _result(ctx: TestContext, numeric: NumericData, draw: SampleDraw) -> TestRes
             figure,
         )
     comparison = compare_correlations(
-        data, samples, random.Random(ctx.seed), int(p.get("permutations", 999)), numeric.strong
+        data, samples, random.Random(ctx.seed), p.permutations, numeric.strong
     )
-    alpha, min_recovery = float(p.get("alpha", 0.01)), float(p.get("min_recovery", 0.5))
+    alpha, min_recovery = p.alpha, p.min_recovery
     verdict, reason = _verdict(comparison, alpha, min_recovery)
     pairs = _pair_table(comparison)
     return TestResult(

@@ -18,12 +18,27 @@ from typing import Any
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, register_lifecycle
+from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset, DatasetSpec, dataset_specs
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.prompts.fewshot import chat_messages, fit_to_context
 from tabmem.prompts.observations import dataset_title, example_pool
 from tabmem.results import QueryRecord, TestResult, Verdict
+
+
+@dataclass(frozen=True)
+class DatasetNameSettings(TestSettings):
+    """``conf/test/dataset_name.yaml``."""
+
+    row_counts: list[int]
+    controls: int
+    evidence_share: float
+    max_tokens: int
+    few_shot: int
+    few_shot_pool: list[str]
+    system_prompt: str
+    name_prompt: str
 
 
 def normalize_name(text: str) -> str:
@@ -64,24 +79,24 @@ def _question(template: str, dataset: Dataset, rows: int) -> str:
     )
 
 
-def _plan(ctx: TestContext, p: Mapping[str, Any]) -> tuple[list[Shown], list[Dataset]]:
+def _plan(ctx: TestContext, p: DatasetNameSettings) -> tuple[list[Shown], list[Dataset]]:
     """The tested and control queries, and the few-shot datasets (neither tested nor control)."""
     rng = random.Random(ctx.seed)
-    pool = example_pool(ctx.dataset, list(p.get("few_shot_pool", [])))
+    pool = example_pool(ctx.dataset, list(p.few_shot_pool))
     rng.shuffle(pool)
-    k = int(p.get("few_shot", 2))
-    shots, controls = pool[:k], pool[k : k + int(p.get("controls", 3))]
-    counts = [int(n) for n in p.get("row_counts", [5, 10])]
+    k = p.few_shot
+    shots, controls = pool[:k], pool[k : k + p.controls]
+    counts = [int(n) for n in p.row_counts]
     shown = [Shown(ctx.dataset, n, False) for n in counts]
     shown += [Shown(d, n, True) for d in controls for n in counts]
     return shown, shots
 
 
 def _request(
-    ctx: TestContext, p: Mapping[str, Any], shown: Shown, shots: list[Dataset]
+    ctx: TestContext, p: DatasetNameSettings, shown: Shown, shots: list[Dataset]
 ) -> Request | None:
     """One query; its few-shot examples show as many rows as it does. None if it cannot fit."""
-    template = str(p["name_prompt"])
+    template = p.name_prompt
     examples = [(_question(template, d, shown.rows), dataset_title(d)) for d in shots]
     question = _question(template, shown.dataset, shown.rows)
     model = ctx.model
@@ -89,7 +104,7 @@ def _request(
         raise ConfigError("Wording a test's requests needs a model.")
     chat = model.prompt_form == "chat"
     params = GenerationParams(
-        max_tokens=int(p.get("max_tokens", 24)),
+        max_tokens=p.max_tokens,
         temperature=0.0,
         stop=() if chat else ("\n",),
         seed=ctx.seed,
@@ -99,7 +114,7 @@ def _request(
         if chat:
             return Request(
                 params=params,
-                messages=chat_messages(str(p.get("system_prompt", "")), examples[:kept], question),
+                messages=chat_messages(p.system_prompt, examples[:kept], question),
             )
         return Request(
             params=params, prompt="".join(f"{q} {a}\n\n" for q, a in examples[:kept]) + question
@@ -138,6 +153,7 @@ class DatasetName(Lifecycle[Shown, NameFacts]):
 
     name = "dataset_name"
     title = "dataset name"
+    settings = DatasetNameSettings
 
     def plan(self, ctx: TestContext) -> tuple[list[Shown], NameFacts]:
         specs = dict(dataset_specs())
@@ -180,7 +196,7 @@ class DatasetName(Lifecycle[Shown, NameFacts]):
         controls = [r for r in records if r.extra["control"]]
         hits = sum(int(r.score) for r in tested)
         false_names = sum(int(r.score) for r in controls)
-        share = float(p.get("evidence_share", 0.5))
+        share = p.evidence_share
         verdict, reason = _verdict(hits, len(tested), false_names, share)
         return TestResult(
             test=self.name,

@@ -11,12 +11,12 @@ is compared with chance (one in five), one-sided binomial.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
 
 from tabmem.battery.choice_probe import (
     ChoiceProbe,
     ChoiceQuestion,
+    ChoiceSettings,
     shuffle_options,
 )
 from tabmem.battery.lifecycle import register_lifecycle
@@ -24,6 +24,14 @@ from tabmem.prompts.choices import Option, option_block
 from tabmem.prompts.probe_records import ValueTable, altered_copies, hidden_attributes
 from tabmem.stats.neighbours import NeighbourModel
 from tabmem.stats.probes import log_frequency
+
+
+@dataclass(frozen=True)
+class ExistenceSettings(ChoiceSettings):
+    """``conf/test/existence.yaml``."""
+
+    change_fraction: float
+
 
 TEST = "existence"
 
@@ -34,7 +42,7 @@ def _question(
     row: int,
     changed: list[int],
     copies: list[tuple[str, ...]],
-    p: Mapping[str, Any],
+    p: ExistenceSettings,
     source: str,
     rng: random.Random,
 ) -> ChoiceQuestion:
@@ -46,7 +54,7 @@ def _question(
         [dict(enumerate(v)) for v in versions], [every] * len(versions), exclude=[row]
     )
     shuffled = shuffle_options(options, scores, rng)
-    text = str(p["question"]).format(source=source, options=option_block(shuffled.options))
+    text = p.question.format(source=source, options=option_block(shuffled.options))
     extra = {"row": row + 1, "changed": [table.names[j] for j in changed]}
     return ChoiceQuestion(
         text, shuffled.options, shuffled.correct, shuffled.scores, shuffled.reorder(rule), extra
@@ -55,7 +63,7 @@ def _question(
 
 def existence_questions(
     table: ValueTable,
-    p: Mapping[str, Any],
+    p: ExistenceSettings,
     pool: list[int],
     n_changed: int,
     source: str,
@@ -63,7 +71,7 @@ def existence_questions(
 ) -> tuple[list[ChoiceQuestion], int]:
     """Up to ``n_queries`` questions on records drawn without replacement, and how many draws
     were dropped (values not all distinct, or a copy that is a row of the file)."""
-    n_queries, k = int(p.get("n_queries", 40)), int(p.get("n_options", 5)) - 1
+    n_queries, k = p.n_queries, p.n_options - 1
     model = NeighbourModel(table.rows)
     questions: list[ChoiceQuestion] = []
     dropped = 0
@@ -85,6 +93,7 @@ class Existence(ChoiceProbe):
 
     name = TEST
     title = "existence"
+    settings = ExistenceSettings
     none_drawn = "no record gave four distinct altered copies"
     fraction_key = "change_fraction"
     figure_names = ("changed_per_record", "record_draws_dropped")

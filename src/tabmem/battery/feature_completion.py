@@ -29,6 +29,7 @@ from tabmem.battery.lifecycle import (
     register_lifecycle,
     wording_figures,
 )
+from tabmem.battery.settings import TestSettings
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.prompts.fewshot import chat_messages, few_shot_datasets, fit_to_context
@@ -46,6 +47,23 @@ from tabmem.stats.uniqueness import (
     unique_fraction,
 )
 from tabmem.stats.verdicts import no_power_reason
+
+
+@dataclass(frozen=True)
+class FeatureCompletionSettings(TestSettings):
+    """``conf/test/feature_completion.yaml``."""
+
+    n_queries: int
+    feature: str | None
+    min_unique_fraction: float
+    alpha: float
+    min_effect: float
+    predictor_rows: int
+    extra_tokens: int
+    few_shot: int
+    few_shot_pool: list[str]
+    system_prompt: str
+
 
 TEST = "feature_completion"
 
@@ -112,9 +130,7 @@ def _examples(ctx: TestContext, rng: random.Random) -> list[FeatureQuestion]:
     """One question from each few-shot dataset (other datasets only), about its own most
     unique feature; fixed for every query of the cell."""
     p = ctx.params
-    found = few_shot_datasets(
-        ctx.dataset, p.get("few_shot_pool", []), int(p.get("few_shot", 3)), rng
-    )
+    found = few_shot_datasets(ctx.dataset, p.few_shot_pool, p.few_shot, rng)
     examples = []
     for dataset in found:
         columns = text_columns(dataset)
@@ -138,7 +154,7 @@ def word_questions(
     dropped = skipped = 0
     for asked in questions:
         params = GenerationParams(
-            max_tokens=model.count_tokens(asked.answer) + int(p.get("extra_tokens", 16)),
+            max_tokens=model.count_tokens(asked.answer) + p.extra_tokens,
             temperature=0.0,
             stop=() if chat else ("\n",),
             seed=ctx.seed,
@@ -148,7 +164,7 @@ def word_questions(
             if not chat:
                 return Request(params=params, prompt=asked.prompt)
             pairs = [(e.prompt, e.answer) for e in examples[:kept]]
-            messages = chat_messages(str(p.get("system_prompt", "")), pairs, asked.prompt)
+            messages = chat_messages(p.system_prompt, pairs, asked.prompt)
             return Request(params=params, messages=messages)
 
         fitted = fit_to_context(
@@ -223,15 +239,16 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
 
     name = TEST
     title = "feature completion"
+    settings = FeatureCompletionSettings
     nothing_fits = "no question fits the model's context window"
 
     def pick(self, ctx: TestContext) -> list[FeatureQuestion]:
         columns = text_columns(ctx.dataset)
-        chosen = choose_feature(columns, ctx.params.get("feature"))
+        chosen = choose_feature(columns, ctx.params.feature)
         if chosen is None:
             return []
         n_rows = len(ctx.dataset.rows)
-        n = min(int(ctx.params.get("n_queries", 25)), n_rows)
+        n = min(ctx.params.n_queries, n_rows)
         rows = random.Random(ctx.seed).sample(range(n_rows), n)
         return [question(columns, row, chosen.name) for row in rows]
 
@@ -239,19 +256,17 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
         self, ctx: TestContext, queries: Sequence[FeatureQuestion]
     ) -> FeatureFacts | TestResult:
         p = ctx.params
-        alpha, min_effect = float(p.get("alpha", 0.01)), float(p.get("min_effect", 0.1))
+        alpha, min_effect = p.alpha, p.min_effect
         columns = text_columns(ctx.dataset)
-        named = p.get("feature")
+        named = p.feature
         chosen = choose_feature(columns, named)
-        reason = _feature_reason(chosen, bool(named), float(p.get("min_unique_fraction", 0.25)))
+        reason = _feature_reason(chosen, bool(named), p.min_unique_fraction)
         if reason or chosen is None:
             return TestResult.not_applicable(TEST, reason)
         chance = marginal_match(columns[chosen.name])
         predictor = Predictor.of(columns, chosen.name)
         n_rows = len(ctx.dataset.rows)
-        checked = random.Random(ctx.seed + 3).sample(
-            range(n_rows), min(int(p.get("predictor_rows", 200)), n_rows)
-        )
+        checked = random.Random(ctx.seed + 3).sample(range(n_rows), min(p.predictor_rows, n_rows))
         predicted = predictor.accuracy(columns, checked)
         baseline = max(chance.rate, predicted)
         reason = no_power_reason(f"{chosen.name}", len(queries), baseline, alpha, min_effect)

@@ -13,15 +13,26 @@ values", nothing more.
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 import pandas as pd
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import register_lifecycle
-from tabmem.battery.sample import SampleDraw, SamplingTest, metric_name
+from tabmem.battery.sample import SampleDraw, SamplingSettings, SamplingTest, metric_name
 from tabmem.results import TestResult, Verdict
 from tabmem.stats.modes import FeatureModes, compare_modes, poisson_binomial_tail
 from tabmem.stats.samples import data_values
+
+
+@dataclass(frozen=True)
+class FeatureDistributionSettings(SamplingSettings):
+    """``conf/test/feature_distribution.yaml``."""
+
+    max_values: int
+    n_bins: int
+    alpha: float
+    min_share: float
 
 
 def mode_table(comparisons: list[FeatureModes]) -> pd.DataFrame:
@@ -79,6 +90,7 @@ class FeatureDistribution(SamplingTest[None]):
 
     name = "feature_distribution"
     title = "feature distribution"
+    settings = FeatureDistributionSettings
 
     def prepare(self, ctx: TestContext) -> None:
         return None
@@ -101,15 +113,15 @@ def _result(ctx: TestContext, draw: SampleDraw) -> TestResult:
                 column,
                 draw.values_of(name),
                 rng,
-                int(p.get("max_values", 50)),
-                int(p.get("n_bins", 10)),
+                p.max_values,
+                p.n_bins,
             )
         )
         is not None
     ]
     agree = sum(c.agrees for c in comparisons)
     p_value = poisson_binomial_tail([c.chance for c in comparisons], agree)
-    alpha, min_share = float(p.get("alpha", 0.01)), float(p.get("min_share", 0.5))
+    alpha, min_share = p.alpha, p.min_share
     verdict, reason = _verdict(agree, len(comparisons), p_value, alpha, min_share)
     chance = sum(c.chance for c in comparisons) / len(comparisons) if comparisons else None
     return TestResult(

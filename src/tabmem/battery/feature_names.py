@@ -19,6 +19,7 @@ from typing import Any
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, register_lifecycle, wording_figures
+from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
@@ -26,6 +27,18 @@ from tabmem.prompts.fewshot import chat_messages, fit_to_context
 from tabmem.prompts.observations import dataset_title, example_pool
 from tabmem.results import QueryRecord, TestResult, Verdict
 from tabmem.stats.scoring import strip_code_fence
+
+
+@dataclass(frozen=True)
+class FeatureNamesSettings(TestSettings):
+    """``conf/test/feature_names.yaml``."""
+
+    evidence_share: float
+    few_shot: int
+    few_shot_pool: list[str]
+    system_prompt: str
+    names_prompt: str
+
 
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
@@ -131,6 +144,7 @@ class FeatureNames(Lifecycle[str, NamesFacts]):
 
     name = "feature_names"
     title = "feature names"
+    settings = FeatureNamesSettings
     nothing_fits = "the prompt does not fit the model's context window"
 
     def plan(self, ctx: TestContext) -> tuple[list[str], NamesFacts] | TestResult:
@@ -139,7 +153,7 @@ class FeatureNames(Lifecycle[str, NamesFacts]):
             return TestResult.not_applicable(
                 self.name, "the dataset has fewer than two features, so none is left to name"
             )
-        question, truth_text = _question(str(ctx.params["names_prompt"]), ctx.dataset)
+        question, truth_text = _question(ctx.params.names_prompt, ctx.dataset)
         shown = names[: shown_count(ctx.dataset)]
         return [question], NamesFacts(shown, names[len(shown) :], truth_text)
 
@@ -150,9 +164,9 @@ class FeatureNames(Lifecycle[str, NamesFacts]):
             raise ConfigError("Wording a test's requests needs a model.")
         chat = model.prompt_form == "chat"
         rng = random.Random(ctx.seed)
-        pool = example_pool(ctx.dataset, list(p.get("few_shot_pool", [])))
-        pool = rng.sample(pool, min(int(p.get("few_shot", 3)), len(pool)))
-        examples = [_question(str(p["names_prompt"]), d) for d in pool]
+        pool = example_pool(ctx.dataset, list(p.few_shot_pool))
+        pool = rng.sample(pool, min(p.few_shot, len(pool)))
+        examples = [_question(p.names_prompt, d) for d in pool]
         params = GenerationParams(
             max_tokens=model.count_tokens(ctx.dataset.header) + 16,
             temperature=0.0,
@@ -164,7 +178,7 @@ class FeatureNames(Lifecycle[str, NamesFacts]):
 
             def build(kept: int, question: str = question) -> Request:
                 if chat:
-                    system = str(p.get("system_prompt", ""))
+                    system = p.system_prompt
                     return Request(
                         params=params, messages=chat_messages(system, examples[:kept], question)
                     )
@@ -208,7 +222,7 @@ class FeatureNames(Lifecycle[str, NamesFacts]):
         [record] = records
         given, truth = record.extra["names_given"], facts.truth
         score = int(record.score)
-        verdict, reason, needed = _verdict(score, len(truth), float(p.get("evidence_share", 0.5)))
+        verdict, reason, needed = _verdict(score, len(truth), p.evidence_share)
         return TestResult(
             test=self.name,
             verdict=verdict,
@@ -227,7 +241,7 @@ class FeatureNames(Lifecycle[str, NamesFacts]):
             },
             info={
                 "evidence_rule": (
-                    f"the answer lists at least {p.get('evidence_share', 0.5)} of the remaining "
+                    f"the answer lists at least {p.evidence_share} of the remaining "
                     "names (at least one), exactly and in order"
                 ),
                 "few_shot_datasets": context.get("few_shot_datasets", []),

@@ -8,16 +8,27 @@ values and how they are written is knowledge of the dataset, not memorization of
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 from scipy import stats
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import register_lifecycle
-from tabmem.battery.sample import SampleDraw, SamplingTest, metric_name
+from tabmem.battery.sample import SampleDraw, SamplingSettings, SamplingTest, metric_name
 from tabmem.prompts.observations import feature_names
 from tabmem.results import TestResult, Verdict
 from tabmem.stats.formats import FeatureFormat, feature_format
 from tabmem.stats.samples import data_values
+
+
+@dataclass(frozen=True)
+class FeatureValuesSettings(SamplingSettings):
+    """``conf/test/feature_values.yaml``."""
+
+    max_categories: int
+    evidence_rate: float
+    ambiguous_rate: float
 
 
 def feature_formats(ctx: TestContext, max_categories: int) -> list[FeatureFormat]:
@@ -75,9 +86,10 @@ class FeatureValues(SamplingTest[list[FeatureFormat]]):
 
     name = "feature_values"
     title = "feature values"
+    settings = FeatureValuesSettings
 
     def prepare(self, ctx: TestContext) -> list[FeatureFormat]:
-        return feature_formats(ctx, int(ctx.params.get("max_categories", 50)))
+        return feature_formats(ctx, ctx.params.max_categories)
 
     def conclude(
         self, ctx: TestContext, facts: list[FeatureFormat], draw: SampleDraw
@@ -97,10 +109,8 @@ def _result(ctx: TestContext, draw: SampleDraw, formats: list[FeatureFormat]) ->
         else None
     )
     low, high = (float(interval.low), float(interval.high)) if interval else (0.0, 1.0)
-    evidence_rate = float(p.get("evidence_rate", 0.9))
-    verdict, reason = _verdict(
-        rate, low, n_values, evidence_rate, float(p.get("ambiguous_rate", 0.5))
-    )
+    evidence_rate = p.evidence_rate
+    verdict, reason = _verdict(rate, low, n_values, evidence_rate, p.ambiguous_rate)
     per_feature = {
         metric_name("format_rate", r.feature): float(r.rate)
         for r in table.itertuples()

@@ -15,7 +15,7 @@ when the data no longer looks like the file it saw; on a dataset it never saw, i
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,6 +24,7 @@ import pandas as pd
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, register_lifecycle
+from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
 from tabmem.data.prediction import PredictionData, prediction_data
 from tabmem.data.splits import Block, holdout_blocks, stratified_sample
@@ -36,6 +37,27 @@ from tabmem.results import QueryRecord, TestResult, Verdict
 from tabmem.stats.accuracy import Accuracy, p_above
 from tabmem.stats.labels import parse_label
 from tabmem.stats.verdicts import decide as shared_rule
+
+
+@dataclass(frozen=True)
+class FewshotPredictSettings(TestSettings):
+    """``conf/test/fewshot_predict.yaml``."""
+
+    n_shots: int
+    shot_sets: int
+    n_test_rows: int
+    max_test_fraction: float
+    max_classes: int
+    alpha: float
+    min_effect: float
+    question: str
+    pair: str
+    joiner: str
+    prompt_style: dict[str, str]
+    default_style: str
+    default_task: str
+    system_prompts: dict[str, str]
+
 
 NAME = "fewshot_predict"
 
@@ -75,17 +97,17 @@ def not_applicable_reason(data: PredictionData | None, max_classes: int) -> str 
     return None
 
 
-def system_prompt(dataset: Dataset, target: str, params: Mapping[str, Any]) -> tuple[str, str]:
+def system_prompt(dataset: Dataset, target: str, params: FewshotPredictSettings) -> tuple[str, str]:
     """The system prompt for the dataset's transform, and its style (named, task or plain).
 
     Only ``named`` mentions the dataset; by default ``original`` and ``perturbed`` get it, as
     in the paper, and a perturbed dataset keeps the original's name, description and task, so
     both get the same prompt word for word.
     """
-    styles = params.get("prompt_style") or {}
-    style = str(styles.get(transform_name(dataset), params.get("default_style", "task")))
-    task = spec_of(dataset).task or str(params.get("default_task", "")).format(target=target)
-    template = str((params.get("system_prompts") or {}).get(style, ""))
+    styles = params.prompt_style or {}
+    style = str(styles.get(transform_name(dataset), params.default_style))
+    task = spec_of(dataset).task or params.default_task.format(target=target)
+    template = str((params.system_prompts or {}).get(style, ""))
     label = dataset.spec.aliases[0] if dataset.spec.aliases else dataset.name
     text = template.format(
         dataset=label, description=dataset.spec.description, task=task, target=target
@@ -199,24 +221,25 @@ class FewshotPredict(Lifecycle[Asked, PredictionFacts]):
 
     name = NAME
     title = "few-shot prediction"
+    settings = FewshotPredictSettings
     needs = frozenset({GENERATE, FIT})
     nothing_fits = "no test row's prompt fits the model's context window"
 
     def plan(self, ctx: TestContext) -> tuple[list[Asked], PredictionFacts] | TestResult:
         p = ctx.params
         data = prediction_data(ctx.dataset)
-        reason = not_applicable_reason(data, int(p.get("max_classes", 20)))
+        reason = not_applicable_reason(data, p.max_classes)
         if reason or data is None:
             return TestResult.not_applicable(NAME, reason or "no data")
         blocks = holdout_blocks(
             len(data.labels),
-            int(p.get("n_test_rows", 500)),
-            float(p.get("max_test_fraction", 0.2)),
+            p.n_test_rows,
+            p.max_test_fraction,
             ctx.seed,
         )
-        questions = _questions(data, IfThenFormat.from_params(p))
+        questions = _questions(data, IfThenFormat(p.question, p.pair, p.joiner))
         system, style = system_prompt(ctx.dataset, data.target, p)
-        n_shots, shot_sets = int(p.get("n_shots", 20)), int(p.get("shot_sets", 0))
+        n_shots, shot_sets = p.n_shots, p.shot_sets
         fits = ctx.model is not None and GENERATE not in ctx.model.capabilities
         queries = [
             Asked(number, i, -1, ()) if fits else Asked(number, i, shot_set, tuple(examples))
@@ -377,7 +400,7 @@ def _result(
     accuracy = Accuracy(sum(pr.correct for pr in predictions), len(predictions))
     baseline = majority_hits(data, scored) / accuracy.n
     p_value = p_above(accuracy.correct, accuracy.n, baseline)
-    alpha, min_effect = float(p.get("alpha", 0.01)), float(p.get("min_effect", 0.05))
+    alpha, min_effect = p.alpha, p.min_effect
     verdict, reason = decide(accuracy, baseline, p_value, alpha, min_effect)
     unparseable = sum(1 for pr in predictions if pr.error is None and pr.label is None)
     answered = sum(1 for pr in predictions if pr.label is not None)
@@ -391,8 +414,8 @@ def _result(
         "n_unparseable": unparseable,
         "parsed_accuracy": accuracy.correct / answered if answered else 0.0,
         "n_classes": len(data.classes),
-        "n_shots": int(p.get("n_shots", 20)),
-        "shot_sets": int(p.get("shot_sets", 0)),
+        "n_shots": p.n_shots,
+        "shot_sets": p.shot_sets,
         "n_blocks": len(blocks),
         "min_train_rows": min(len(b.train) for b in blocks),
         **counts,

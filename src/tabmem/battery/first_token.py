@@ -24,6 +24,7 @@ from tabmem.battery.lifecycle import (
     wording_figures,
 )
 from tabmem.battery.row_completion import (
+    RowCompletionSettings,
     Window,
     WindowTest,
     row_order,
@@ -39,19 +40,32 @@ from tabmem.stats.pvalues import binomial_greater, mcnemar_greater
 from tabmem.stats.tokens import first_token
 from tabmem.stats.uniqueness import is_row_id, text_columns
 
+
+@dataclass(frozen=True)
+class FirstTokenSettings(RowCompletionSettings):
+    """``conf/test/first_token.yaml``: row completion's windows and the baseline's settings."""
+
+    context_rows: int
+    baseline_rows: int
+    baseline_folds: int
+    baseline_min_rows: int
+    baseline_classes: int
+    api_token_digits: int
+
+
 TEST = "first_token"
 
 
 def token_reader(ctx: TestContext) -> Callable[[str], str]:
     """The first token of a text, by the model's tokenizer or the documented rule."""
-    digits = int(ctx.params.get("api_token_digits", 3))
+    digits = ctx.params.api_token_digits
     return lambda text: first_token(text, ctx.tokenize, digits)
 
 
 def _context_rows(ctx: TestContext) -> int:
     """Previous rows the baselines see; never more than the window shows the model."""
-    context_rows = int(ctx.params.get("context_rows", 3))
-    prefix_rows = int(ctx.params.get("prefix_rows", 10))
+    context_rows = ctx.params.context_rows
+    prefix_rows = ctx.params.prefix_rows
     if not 1 <= context_rows <= prefix_rows:
         raise ConfigError(
             f"context_rows={context_rows} must be between 1 and prefix_rows={prefix_rows}: the "
@@ -66,10 +80,8 @@ def _data_reason(ctx: TestContext) -> str:
     short = too_short_reason(ctx.dataset, ctx.params)
     if short:
         return short
-    scored = min(
-        len(ctx.dataset.rows) - _context_rows(ctx), int(ctx.params.get("baseline_rows", 2000))
-    )
-    minimum = int(ctx.params.get("baseline_min_rows", 50))
+    scored = min(len(ctx.dataset.rows) - _context_rows(ctx), ctx.params.baseline_rows)
+    minimum = ctx.params.baseline_min_rows
     if scored < minimum:
         return (
             f"only {max(scored, 0)} rows have {_context_rows(ctx)} rows before them to fit and "
@@ -91,8 +103,8 @@ def _token_reason(
     p = ctx.params
     return unreachable_reason(
         [baseline.query_baseline(i) for i in positions],
-        float(p.get("alpha", 0.01)),
-        float(p.get("min_effect", 0.1)),
+        p.alpha,
+        p.min_effect,
         "the first token",
     )
 
@@ -113,6 +125,7 @@ class FirstToken(WindowTest[TokenFacts]):
 
     name = TEST
     title = "first token"
+    settings = FirstTokenSettings
 
     def prepare(self, ctx: TestContext, queries: Sequence[Window]) -> TokenFacts | TestResult:
         p = ctx.params
@@ -133,9 +146,9 @@ class FirstToken(WindowTest[TokenFacts]):
             ctx.dataset.frame,
             positions,
             context_rows=_context_rows(ctx),
-            max_rows=int(p.get("baseline_rows", 2000)),
-            classes=int(p.get("baseline_classes", 20)),
-            folds=int(p.get("baseline_folds", 5)),
+            max_rows=p.baseline_rows,
+            classes=p.baseline_classes,
+            folds=p.baseline_folds,
             seed=ctx.seed,
         )
         seen = {row_token(i) for i in range(min(len(rows), 2000))}

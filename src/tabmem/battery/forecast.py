@@ -21,6 +21,7 @@ import pandas as pd
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, register_lifecycle
+from tabmem.battery.settings import TestSettings
 from tabmem.data.series import Series, series_view
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
@@ -34,6 +35,32 @@ from tabmem.stats.forecast import (
     shift_test,
 )
 from tabmem.stats.scoring import strip_code_fence
+
+
+@dataclass(frozen=True)
+class ForecastSettings(TestSettings):
+    """``conf/test/forecast.yaml``, as written; ``Settings`` holds what the test derives from it."""
+
+    cutoff: str | None
+    period: str
+    start: str | None
+    end: str | None
+    window: int
+    steps_per_period: int | None
+    cap: float
+    alpha: float
+    min_difference: float
+    min_steps: int
+    block_length: int
+    n_permutations: int
+    n_bootstrap: int
+    confidence: float
+    max_tokens: int
+    system_prompt: str
+    question: str
+    answer: str
+    completion_preamble: str
+
 
 PERIOD_FREQ = {"year": "Y", "quarter": "Q", "month": "M"}
 PERIODS_TABLE = "forecast_periods.json"
@@ -60,28 +87,28 @@ class Settings:
     confidence: float
 
     @classmethod
-    def from_params(cls, p: Any) -> Settings:
-        period = str(p.get("period", "year"))
+    def from_params(cls, p: ForecastSettings) -> Settings:
+        period = p.period
         if period not in PERIOD_FREQ:
             raise ConfigError(
                 f"test.period is '{period}'; choose one of: {', '.join(PERIOD_FREQ)}."
             )
-        per_period = p.get("steps_per_period", 20)
+        per_period = p.steps_per_period
         return cls(
-            cutoff=_date(p.get("cutoff"), "cutoff"),
+            cutoff=_date(p.cutoff, "cutoff"),
             freq=PERIOD_FREQ[period],
-            start=_date(p.get("start"), "start"),
-            end=_date(p.get("end"), "end"),
-            window=int(p.get("window", 20)),
+            start=_date(p.start, "start"),
+            end=_date(p.end, "end"),
+            window=p.window,
             steps_per_period=None if per_period is None else int(per_period),
-            cap=float(p.get("cap", 0.02)),
-            alpha=float(p.get("alpha", 0.05)),
-            min_difference=float(p.get("min_difference", 0.001)),
-            min_steps=int(p.get("min_steps", 10)),
-            block_length=int(p.get("block_length", 5)),
-            n_permutations=int(p.get("n_permutations", 9999)),
-            n_bootstrap=int(p.get("n_bootstrap", 1000)),
-            confidence=float(p.get("confidence", 0.95)),
+            cap=p.cap,
+            alpha=p.alpha,
+            min_difference=p.min_difference,
+            min_steps=p.min_steps,
+            block_length=p.block_length,
+            n_permutations=p.n_permutations,
+            n_bootstrap=p.n_bootstrap,
+            confidence=p.confidence,
         )
 
 
@@ -126,9 +153,9 @@ def build_request(
     p = ctx.params
     fields = _fields(series, description, s.window)
     rows = range(i - s.window, i)
-    max_tokens = int(p.get("max_tokens", 16))
+    max_tokens = p.max_tokens
     if ctx.prompt_form == "chat":
-        question, answer = str(p.get("question")), str(p.get("answer"))
+        question, answer = p.question, p.answer
         turns = [
             (
                 question.format(**fields, date=series.date_text[j]),
@@ -136,14 +163,14 @@ def build_request(
             )
             for j in rows
         ]
-        system = str(p.get("system_prompt", "")).format(**fields)
+        system = p.system_prompt.format(**fields)
         messages = chat_messages(system, turns, question.format(**fields, date=series.date_text[i]))
         params = GenerationParams(max_tokens=max_tokens, temperature=0.0, seed=ctx.seed)
         return Request(params=params, messages=messages)
     delimiter, newline = ctx.dataset.delimiter, ctx.dataset.newline
     lines = [delimiter.join((series.date_name, series.value_name))]
     lines += [series.date_text[j] + delimiter + series.value_text[j] for j in rows]
-    prompt = str(p.get("completion_preamble", "")).format(**fields) + newline.join(lines)
+    prompt = p.completion_preamble.format(**fields) + newline.join(lines)
     prompt += newline + series.date_text[i] + delimiter
     params = GenerationParams(max_tokens=max_tokens, temperature=0.0, stop=("\n",), seed=ctx.seed)
     return Request(params=params, prompt=prompt)
@@ -381,6 +408,7 @@ class Forecast(Lifecycle[int, SeriesFacts]):
 
     name = "forecast"
     title = "forecast"
+    settings = ForecastSettings
 
     def plan(self, ctx: TestContext) -> tuple[list[int], SeriesFacts] | TestResult:
         if ctx.dataset.spec.kind != "series":
@@ -505,7 +533,7 @@ class Forecast(Lifecycle[int, SeriesFacts]):
 def _info(ctx: TestContext, series: Series, s: Settings, table: pd.DataFrame) -> dict[str, Any]:
     return {
         "cutoff": None if s.cutoff is None else s.cutoff.date().isoformat(),
-        "period": str(ctx.params.get("period", "year")),
+        "period": ctx.params.period,
         "before_periods": table.loc[table["side"] == "before", "period"].tolist(),
         "after_periods": table.loc[table["side"] == "after", "period"].tolist(),
         "spanning_periods": table.loc[table["side"] == "spans", "period"].tolist(),

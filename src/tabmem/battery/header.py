@@ -32,6 +32,7 @@ from tabmem.battery.lifecycle import (
     register_lifecycle,
     wording_figures,
 )
+from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
 from tabmem.data.csvtext import split_records
 from tabmem.errors import ConfigError
@@ -40,6 +41,20 @@ from tabmem.llm.stopping import StopRule
 from tabmem.prompts.fewshot import chat_messages, few_shot_datasets, fit_to_context
 from tabmem.results import QueryRecord, TestResult, Verdict
 from tabmem.stats.scoring import strip_code_fence, verbatim_match
+
+
+@dataclass(frozen=True)
+class HeaderSettings(TestSettings):
+    """``conf/test/header.yaml``."""
+
+    split_rows: list[int]
+    n_rows: int
+    rule: str
+    few_shot: int
+    few_shot_row: int | None
+    stop_on_divergence: bool
+    few_shot_pool: list[str]
+    system_prompt: str
 
 
 @dataclass(frozen=True)
@@ -125,17 +140,16 @@ class Header(Rescorable[HeaderQuery, HeaderFacts]):
 
     name = "header"
     title = "header"
+    settings = HeaderSettings
 
     def pick(self, ctx: TestContext) -> list[HeaderQuery]:
         """The splits, each with its examples: one seeded draw picks the example datasets,
         cuts the shared examples, then cuts each split (and, per split, its own examples)."""
         p = ctx.params
         rng = random.Random(ctx.seed)
-        n_rows = int(p.get("n_rows", 12))
+        n_rows = p.n_rows
         examples = (
-            few_shot_datasets(
-                ctx.dataset, p.get("few_shot_pool", []), int(p.get("few_shot", 3)), rng
-            )
+            few_shot_datasets(ctx.dataset, p.few_shot_pool, p.few_shot, rng)
             if ctx.prompt_form == "chat"
             else []
         )
@@ -144,10 +158,10 @@ class Header(Rescorable[HeaderQuery, HeaderFacts]):
         def cut_examples(row: int) -> tuple[HeaderSplit, ...]:
             return tuple(s for s in (split_at_row(d, row, n_rows, rng) for d in examples) if s)
 
-        shot_row = p.get("few_shot_row")
+        shot_row = p.few_shot_row
         shared = cut_examples(int(shot_row)) if shot_row is not None else None
         queries = []
-        for row in p.get("split_rows", [2, 4, 6, 8]):
+        for row in p.split_rows:
             split = split_at_row(ctx.dataset, int(row), n_rows, rng)
             if split is not None:
                 shots = shared if shared is not None else cut_examples(int(row))
@@ -155,9 +169,9 @@ class Header(Rescorable[HeaderQuery, HeaderFacts]):
         return queries
 
     def prepare(self, ctx: TestContext, queries: Sequence[HeaderQuery]) -> HeaderFacts:
-        rule = str(ctx.params.get("rule", "strict"))
+        rule = ctx.params.rule
         n_records = len(ctx.dataset.records)
-        rows = [int(r) for r in ctx.params.get("split_rows", [2, 4, 6, 8])]
+        rows = [int(r) for r in ctx.params.split_rows]
         return HeaderFacts(
             rule, evidence_rows(rule), tuple(r for r in rows if not 0 < r < n_records)
         )
@@ -170,7 +184,7 @@ class Header(Rescorable[HeaderQuery, HeaderFacts]):
         if model is None:
             raise ConfigError("Wording a test's requests needs a model.")
         chat = model.prompt_form == "chat"
-        stop_early = bool(p.get("stop_on_divergence", True))
+        stop_early = p.stop_on_divergence
         worded: Worded[HeaderQuery] = Worded([], [])
         dropped = 0
         unfit: list[int] = []
@@ -186,7 +200,7 @@ class Header(Rescorable[HeaderQuery, HeaderFacts]):
             def build(kept: int, query: HeaderQuery = query, params=params) -> Request:
                 if chat:
                     messages = chat_messages(
-                        str(p.get("system_prompt", "")),
+                        p.system_prompt,
                         [(s.prefix, s.continuation) for s in query.shots[:kept]],
                         query.split.prefix,
                     )
@@ -226,7 +240,7 @@ class Header(Rescorable[HeaderQuery, HeaderFacts]):
         dataset, prefix = ctx.dataset, recorded.prefix
         if not prefix or not dataset.text.startswith(prefix):
             return "the prefix is not the beginning of the file"
-        n_rows = int(ctx.params.get("n_rows", 12))
+        n_rows = ctx.params.n_rows
         region = dataset.prefix_text(min(n_rows, len(dataset.records) - 1) + 1)
         if len(prefix) >= len(region):
             return f"the prefix runs past the first {n_rows} rows the test scores"
@@ -311,4 +325,4 @@ def _skipped_rows(ctx: TestContext, facts: HeaderFacts, context: dict[str, Any])
     """The split rows not asked, in config order: the file is too short, or the prompt does
     not fit the context window."""
     left_out = {*facts.short_rows, *context.get("unfit_split_rows", [])}
-    return [int(r) for r in ctx.params.get("split_rows", [2, 4, 6, 8]) if int(r) in left_out]
+    return [int(r) for r in ctx.params.split_rows if int(r) in left_out]

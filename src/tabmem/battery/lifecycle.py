@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Generic, TypeVar
 
 from tabmem.battery.base import WRITES_TEXT, TestContext, register, registry
+from tabmem.battery.settings import TestSettings
 from tabmem.errors import ConfigError
 from tabmem.llm.base import LOGPROBS, FitRequest, Request, Response
 from tabmem.llm.logprobs import no_logprobs_reason
@@ -76,6 +77,14 @@ class Lifecycle(ABC, Generic[Q, F]):
     title: ClassVar[str]  # how progress bars name the test: "row completion"
     nothing_fits: ClassVar[str] = "no query fits the model's context window with its answer"
     needs: ClassVar[frozenset[str]] = WRITES_TEXT  # model capabilities; any one will do
+    settings: ClassVar[type[TestSettings]]  # the fields of conf/test/<name>.yaml it reads
+
+    def bind(self, ctx: TestContext) -> TestContext:
+        """The cell with its config loaded into the test's typed settings (``ctx.params``),
+        which every step then reads; a missing, unknown or mistyped setting fails here."""
+        if isinstance(ctx.params, self.settings):
+            return ctx
+        return replace(ctx, params=self.settings.load(ctx.params))
 
     @abstractmethod
     def plan(self, ctx: TestContext) -> tuple[list[Q], F] | TestResult:
@@ -108,6 +117,7 @@ class Lifecycle(ABC, Generic[Q, F]):
 
     def run(self, ctx: TestContext) -> TestResult:
         """Plan, ask the model, score, decide: the test as the runner runs it."""
+        ctx = self.bind(ctx)
         planned = self.plan(ctx)
         if isinstance(planned, TestResult):
             return planned
@@ -238,10 +248,7 @@ def against_query_baselines(
     n = len(records)
     hits = int(sum(r.score for r in records))
     test = against_baseline([r.score for r in records], [r.extra["baseline"] for r in records])
-    alpha = float(ctx.params.get("alpha", 0.01))
-    decision = decide(
-        statistic, test.p_value, test.effect, alpha, float(ctx.params.get("min_effect", 0.1))
-    )
+    decision = decide(statistic, test.p_value, test.effect, ctx.params.alpha, ctx.params.min_effect)
     low, high = clopper_pearson(hits, n)
     return TestResult(
         test=name,

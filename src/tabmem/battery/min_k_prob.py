@@ -20,6 +20,7 @@ import numpy as np
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import Answer, ScoringTest, Worded, register_lifecycle
+from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
 from tabmem.llm.logprobs import ScoreRequest, ScoreResponse
 from tabmem.results import QueryRecord, TestResult
@@ -28,6 +29,20 @@ from tabmem.stats.contrast import ContrastTable
 from tabmem.stats.min_k import min_k_score
 from tabmem.stats.permutation import paired_sign_test
 from tabmem.stats.verdicts import decide
+
+
+@dataclass(frozen=True)
+class MinKProbSettings(TestSettings):
+    """``conf/test/min_k_prob.yaml``."""
+
+    n_rows: int
+    context_rows: int
+    fields_fraction: float
+    donor_pool: int
+    k_percent: int
+    min_pairs: int
+    alpha: float
+    min_win_rate: float
 
 
 @dataclass(frozen=True)
@@ -121,18 +136,19 @@ class MinKProb(ScoringTest[RowPair, PairFacts]):
 
     name = "min_k_prob"
     title = "Min-K% Prob"
+    settings = MinKProbSettings
 
     def plan(self, ctx: TestContext) -> tuple[list[RowPair], PairFacts] | TestResult:
         p = ctx.params
         sample = row_pairs(
             ctx.dataset,
-            int(p.get("n_rows", 50)),
-            int(p.get("context_rows", 0)),
-            float(p.get("fields_fraction", 0.5)),
-            int(p.get("donor_pool", 5)),
+            p.n_rows,
+            p.context_rows,
+            p.fields_fraction,
+            p.donor_pool,
             np.random.default_rng(ctx.seed),
         )
-        min_pairs = int(p.get("min_pairs", 10))
+        min_pairs = p.min_pairs
         if len(sample.pairs) < min_pairs:
             return TestResult.not_applicable(
                 self.name,
@@ -140,7 +156,7 @@ class MinKProb(ScoringTest[RowPair, PairFacts]):
                 f"values vary and a donor that brings other values); the test needs {min_pairs}",
                 info={"pairs_dropped": sample.dropped},
             )
-        return sample.pairs, PairFacts(float(p.get("k_percent", 20)), sample.dropped)
+        return sample.pairs, PairFacts(p.k_percent, sample.dropped)
 
     def word(
         self, ctx: TestContext, queries: Sequence[RowPair], facts: PairFacts
@@ -168,7 +184,7 @@ class MinKProb(ScoringTest[RowPair, PairFacts]):
 def _result(ctx: TestContext, records: list[QueryRecord], k: float, dropped: int) -> TestResult:
     p = ctx.params
     scored = [r for r in records if r.error is None]
-    alpha, min_rate = float(p.get("alpha", 0.01)), float(p.get("min_win_rate", 0.6))
+    alpha, min_rate = p.alpha, p.min_win_rate
     base = {
         "evidence_rule": (
             f"share of pairs where the real row's Min-K% score beats its contrast's >= "
@@ -176,7 +192,7 @@ def _result(ctx: TestContext, records: list[QueryRecord], k: float, dropped: int
         ),
         "k_percent": k,
     }
-    if len(scored) < int(p.get("min_pairs", 10)):
+    if len(scored) < p.min_pairs:
         return TestResult.not_applicable(
             "min_k_prob",
             f"only {len(scored)} row pairs were scored; the others failed",

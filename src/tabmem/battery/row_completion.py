@@ -12,7 +12,7 @@ The window prompts are shared with the first token test.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,7 @@ from tabmem.battery.lifecycle import (
     register_lifecycle,
     wording_figures,
 )
+from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
 from tabmem.data.csvtext import split_records
 from tabmem.errors import ConfigError
@@ -40,6 +41,24 @@ from tabmem.stats.pvalues import binomial_greater, clopper_pearson, wilcoxon_gre
 from tabmem.stats.scoring import levenshtein_similarity
 from tabmem.stats.uniqueness import duplicate_row_fraction, text_columns
 from tabmem.stats.verdicts import decide, no_power_reason, strongest
+
+
+@dataclass(frozen=True)
+class RowCompletionSettings(TestSettings):
+    """``conf/test/row_completion.yaml``; first token reads the same windows."""
+
+    n_queries: int
+    prefix_rows: int
+    alpha: float
+    min_effect: float
+    min_similarity_gain: float
+    random_rows: int
+    order_permutations: int
+    extra_tokens: int
+    stop_after_first_row: bool
+    few_shot: int
+    few_shot_pool: list[str]
+    system_prompt: str
 
 
 @dataclass(frozen=True)
@@ -68,8 +87,8 @@ def target_positions(n_rows: int, prefix_rows: int, n: int, seed: int) -> list[i
 
 def window_positions(ctx: TestContext) -> list[int]:
     """The target rows of this cell's window queries (shared by row completion and first token)."""
-    prefix_rows = int(ctx.params.get("prefix_rows", 10))
-    n = int(ctx.params.get("n_queries", 25))
+    prefix_rows = ctx.params.prefix_rows
+    n = ctx.params.n_queries
     return target_positions(len(ctx.dataset.rows), prefix_rows, n, ctx.seed)
 
 
@@ -77,17 +96,13 @@ def word_windows(ctx: TestContext, windows: Sequence[Window]) -> Worded[Window]:
     """Requests for the windows; chat gets fixed few-shot windows from other datasets (the
     same for every query, so local models reuse their prompt cache)."""
     p = ctx.params
-    prefix_rows = int(p.get("prefix_rows", 10))
+    prefix_rows = p.prefix_rows
     model = ctx.model
     if model is None:
         raise ConfigError("Wording a test's requests needs a model.")
     chat = model.prompt_form == "chat"
     rng = random.Random(ctx.seed + 1)
-    examples = (
-        few_shot_datasets(ctx.dataset, p.get("few_shot_pool", []), int(p.get("few_shot", 3)), rng)
-        if chat
-        else []
-    )
+    examples = few_shot_datasets(ctx.dataset, p.few_shot_pool, p.few_shot, rng) if chat else []
     shots = [
         window(d, rng.randrange(prefix_rows, len(d.rows)), prefix_rows)
         for d in examples
@@ -97,12 +112,12 @@ def word_windows(ctx: TestContext, windows: Sequence[Window]) -> Worded[Window]:
     dropped = skipped = 0
     first_row_rule = (
         StopRule.first_row(ctx.dataset.header, ctx.dataset.delimiter)
-        if p.get("stop_after_first_row", True)
+        if p.stop_after_first_row
         else None
     )
     for win in windows:
         params = GenerationParams(
-            max_tokens=model.count_tokens(win.expected) + int(p.get("extra_tokens", 32)),
+            max_tokens=model.count_tokens(win.expected) + p.extra_tokens,
             temperature=0.0,
             seed=ctx.seed,
             stop_rule=first_row_rule,
@@ -112,7 +127,7 @@ def word_windows(ctx: TestContext, windows: Sequence[Window]) -> Worded[Window]:
             if not chat:
                 return Request(params=params, prompt=win.prefix)
             pairs = [(s.prefix, s.expected) for s in shots[:kept]]
-            messages = chat_messages(str(p.get("system_prompt", "")), pairs, win.prefix)
+            messages = chat_messages(p.system_prompt, pairs, win.prefix)
             return Request(params=params, messages=messages)
 
         fitted = fit_to_context(build, len(shots), model.count_tokens, model.context_window, params)
@@ -166,7 +181,7 @@ class WindowTest(Rescorable[Window, F]):
     nothing_fits = "no window fits the model's context window with its answer"
 
     def pick(self, ctx: TestContext) -> list[Window]:
-        prefix_rows = int(ctx.params.get("prefix_rows", 10))
+        prefix_rows = ctx.params.prefix_rows
         return [window(ctx.dataset, t, prefix_rows) for t in window_positions(ctx)]
 
     def word(self, ctx: TestContext, queries: Sequence[Window], facts: F) -> Worded[Window]:
@@ -176,9 +191,9 @@ class WindowTest(Rescorable[Window, F]):
         return locate_window(ctx.dataset, recorded)
 
 
-def too_short_reason(dataset: Dataset, params: Mapping[str, Any]) -> str:
+def too_short_reason(dataset: Dataset, params: RowCompletionSettings) -> str:
     """Why the file is too short for window queries, or "" when it is long enough."""
-    prefix_rows = int(params.get("prefix_rows", 10))
+    prefix_rows = params.prefix_rows
     if len(dataset.rows) <= prefix_rows:
         return (
             f"the file has {len(dataset.rows)} data rows, too few for a window of "
@@ -189,8 +204,8 @@ def too_short_reason(dataset: Dataset, params: Mapping[str, Any]) -> str:
 
 def row_order(ctx: TestContext) -> RowOrder:
     """The data-only check of row order, at the configured level and number of shuffles."""
-    permutations = int(ctx.params.get("order_permutations", 199))
-    alpha = float(ctx.params.get("alpha", 0.01))
+    permutations = ctx.params.order_permutations
+    alpha = ctx.params.alpha
     if 1 / (permutations + 1) >= alpha:
         raise ConfigError(
             f"order_permutations={permutations} cannot give a p-value below alpha={alpha:g}; "
@@ -274,6 +289,7 @@ class RowCompletion(WindowTest[RowFacts]):
 
     name = "row_completion"
     title = "row completion"
+    settings = RowCompletionSettings
 
     def prepare(self, ctx: TestContext, queries: Sequence[Window]) -> RowFacts | TestResult:
         p = ctx.params
@@ -283,13 +299,13 @@ class RowCompletion(WindowTest[RowFacts]):
         columns = list(text_columns(ctx.dataset).values())
         baseline = exact_row_baseline(ctx.dataset.rows, columns, seed=ctx.seed)
         order = row_order(ctx)
-        alpha, min_effect = float(p.get("alpha", 0.01)), float(p.get("min_effect", 0.1))
+        alpha, min_effect = p.alpha, p.min_effect
         no_power = no_power_reason("the next row", len(queries), baseline.rate, alpha, min_effect)
         if no_power and order.ordered:
             info = {"rows_ordered": True}
             return TestResult.not_applicable(self.name, no_power, info=info)
         rng = random.Random(ctx.seed + 2)
-        pool, k = len(ctx.dataset.rows) - 1, int(p.get("random_rows", 10))
+        pool, k = len(ctx.dataset.rows) - 1, p.random_rows
         others = [rng.sample(range(pool), min(k, pool)) for _ in queries]
         return RowFacts(baseline, order, others)
 
@@ -322,7 +338,7 @@ class RowCompletion(WindowTest[RowFacts]):
     ) -> TestResult:
         """Exact-match test, similarity test where the rows are in random order, Holm."""
         p = ctx.params
-        alpha, min_effect = float(p.get("alpha", 0.01)), float(p.get("min_effect", 0.1))
+        alpha, min_effect = p.alpha, p.min_effect
         baseline, order = facts.baseline, facts.order
         n = len(records)
         hits = int(sum(r.score for r in records))
@@ -342,7 +358,7 @@ class RowCompletion(WindowTest[RowFacts]):
                     adjusted[1],
                     sim_figures["similarity_gain"],
                     alpha,
-                    float(p.get("min_similarity_gain", 0.1)),
+                    p.min_similarity_gain,
                 )
             )
         decision = strongest(decisions)

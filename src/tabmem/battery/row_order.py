@@ -24,6 +24,7 @@ from typing import Any
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import Answer, ScoringTest, Worded, register_lifecycle
+from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
 from tabmem.data.csvtext import parse_fields
 from tabmem.llm.logprobs import ScoreRequest
@@ -32,6 +33,21 @@ from tabmem.stats.independence import row_order_check
 from tabmem.stats.order_structure import block_order, row_features
 from tabmem.stats.permutation import rank_against_null
 from tabmem.stats.verdicts import decide
+
+
+@dataclass(frozen=True)
+class RowOrderSettings(TestSettings):
+    """``conf/test/row_order.yaml``."""
+
+    n_rows: int
+    n_permutations: int
+    min_rows: int
+    file_alpha: float
+    file_shuffles: int
+    exchangeable_min_p: float
+    structure_shuffles: int
+    alpha: float
+    min_z: float
 
 
 def shuffled_orders(n: int, count: int, rng: random.Random) -> list[list[int]]:
@@ -62,16 +78,16 @@ def order_signal(ctx: TestContext, rows: list[str]) -> tuple[str | None, dict[st
     ``exchangeable_min_p`` (0.5), not merely above a test level.
     """
     p = ctx.params
-    min_p = float(p.get("exchangeable_min_p", 0.5))
+    min_p = p.exchangeable_min_p
     whole = row_order_check(
         ctx.dataset.frame,
-        permutations=int(p.get("file_shuffles", 199)),
+        permutations=p.file_shuffles,
         seed=ctx.seed,
-        alpha=float(p.get("file_alpha", 0.05)),
+        alpha=p.file_alpha,
     )
     delimiter = ctx.dataset.delimiter
     features = row_features([parse_fields(r, delimiter) for r in rows])
-    block = block_order(features, int(p.get("structure_shuffles", 9999)), ctx.seed)
+    block = block_order(features, p.structure_shuffles, ctx.seed)
     metrics = {
         "file_order_p_value": whole.p_value,
         "structure_p_value": block.bonferroni_p,
@@ -123,17 +139,18 @@ class RowOrderTest(ScoringTest[Ordering, dict[str, float]]):
 
     name = "row_order"
     title = "row order"
+    settings = RowOrderSettings
 
     def plan(self, ctx: TestContext) -> tuple[list[Ordering], dict[str, float]] | TestResult:
         p = ctx.params
         rng = random.Random(ctx.seed)
-        rows = ctx.dataset.rows[: int(p.get("n_rows", 24))]
-        if len(rows) < int(p.get("min_rows", 8)):
+        rows = ctx.dataset.rows[: p.n_rows]
+        if len(rows) < p.min_rows:
             return TestResult.not_applicable(self.name, f"the file has only {len(rows)} data rows")
         reason, structure = order_signal(ctx, rows)
         if reason is not None:
             return TestResult.not_applicable(self.name, reason, metrics=structure)
-        orders = shuffled_orders(len(rows), int(p.get("n_permutations", 99)), rng)
+        orders = shuffled_orders(len(rows), p.n_permutations, rng)
         queries = [Ordering(None, block_text(ctx.dataset, rows, list(range(len(rows)))))]
         queries += [Ordering(o, block_text(ctx.dataset, rows, o)) for o in orders]
         return queries, structure
@@ -174,7 +191,7 @@ def _result(
     ctx: TestContext, records: list[QueryRecord], structure: dict[str, float]
 ) -> TestResult:
     p = ctx.params
-    alpha, min_z = float(p.get("alpha", 0.05)), float(p.get("min_z", 2.0))
+    alpha, min_z = p.alpha, p.min_z
     rule = f"file order beats the shuffles with p < {alpha} and z >= {min_z}"
     if records[0].error is not None:
         return TestResult.not_applicable(
@@ -206,7 +223,7 @@ def _result(
             "loglik_shuffled_sd": test.null_sd,
             "z": z,
             **structure,
-            "rows": len(ctx.dataset.rows[: int(p.get("n_rows", 24))]),
+            "rows": len(ctx.dataset.rows[: p.n_rows]),
             "n_permutations": len(null),
         },
         info={"evidence_rule": rule, "prompt_form": "log-probabilities (no generation)"},

@@ -18,7 +18,7 @@ import random
 import re
 from abc import abstractmethod
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,7 @@ from scipy import stats
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import Answer, F, Lifecycle, Worded, register_lifecycle
+from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.prompts.fewshot import chat_messages, fit_to_context
@@ -52,6 +53,36 @@ from tabmem.stats.samples import (
     real_row_best_matches,
 )
 from tabmem.stats.scoring import strip_code_fence
+
+
+@dataclass(frozen=True)
+class SampleSettings(TestSettings):
+    """``conf/test/sample.yaml``, also the ``sampler`` section of the other sampling tests."""
+
+    n_samples: int
+    temperature: float
+    max_tokens: int | None
+    alpha: float
+    min_copy_rate: float
+    chance_draws: int
+    real_rows: int
+    few_shot: int
+    few_shot_pool: list[str]
+    system_prompt: str
+    observation_prompt: str
+
+    @property
+    def sampler(self) -> SampleSettings:
+        """The sampling settings: test=sample's own, as the other tests' ``sampler``."""
+        return self
+
+
+@dataclass(frozen=True)
+class SamplingSettings(TestSettings):
+    """A test that reads samples: its sampler's settings, then its own."""
+
+    sampler: SampleSettings
+
 
 _METRIC_UNSAFE = re.compile(r"[^A-Za-z0-9_\-. /]")
 
@@ -122,9 +153,9 @@ class SampleDraw:
         }
 
 
-def sampler_settings(ctx: TestContext) -> Mapping[str, Any]:
+def sampler_settings(ctx: TestContext) -> SampleSettings:
     """The sampling settings: the test's own (``test=sample``) or its ``sampler`` section."""
-    return ctx.params.get("sampler", ctx.params)
+    return ctx.params.sampler
 
 
 def _question(template: str, dataset: Dataset) -> str:
@@ -133,10 +164,10 @@ def _question(template: str, dataset: Dataset) -> str:
     )
 
 
-def _max_tokens(ctx: TestContext, settings: Mapping[str, Any]) -> int:
+def _max_tokens(ctx: TestContext, settings: SampleSettings) -> int:
     """Room for one observation: twice the longest of the first rows, written as pairs."""
-    if settings.get("max_tokens"):
-        return int(settings["max_tokens"])
+    if settings.max_tokens:
+        return settings.max_tokens
     names = feature_names(ctx.dataset)
     rows = range(min(20, len(ctx.dataset.rows)))
     longest = max(
@@ -147,30 +178,28 @@ def _max_tokens(ctx: TestContext, settings: Mapping[str, Any]) -> int:
 
 def _request(
     ctx: TestContext,
-    settings: Mapping[str, Any],
+    settings: SampleSettings,
     pool: list[Dataset],
     index: int,
     max_tokens: int,
 ) -> tuple[Request | None, int]:
     """Query ``index``: its own few-shot draw and seed; None when it cannot fit the context."""
     rng = random.Random(ctx.seed * 1_000_003 + index)
-    template = str(settings["observation_prompt"])
-    shots = rng.sample(pool, min(int(settings.get("few_shot", 3)), len(pool)))
+    template = settings.observation_prompt
+    shots = rng.sample(pool, min(settings.few_shot, len(pool)))
     examples = [(_question(template, d), random_observation(d, rng)) for d in shots]
     question = _question(template, ctx.dataset)
     chat = ctx.model.prompt_form == "chat"
     params = GenerationParams(
         max_tokens=max_tokens,
-        temperature=float(settings.get("temperature", 0.7)),
+        temperature=settings.temperature,
         stop=() if chat else ("\n",),
         seed=ctx.seed + index,
     )
 
     def build(kept: int) -> Request:
         if chat:
-            messages = chat_messages(
-                str(settings.get("system_prompt", "")), examples[:kept], question
-            )
+            messages = chat_messages(settings.system_prompt, examples[:kept], question)
             return Request(params=params, messages=messages, sample_index=index)
         text = "".join(f"{q} {a}\n\n" for q, a in examples[:kept]) + question
         return Request(params=params, prompt=text, sample_index=index)
@@ -210,11 +239,11 @@ class SamplingTest(Lifecycle[int, F]):
         facts = self.prepare(ctx)
         if isinstance(facts, TestResult):
             return facts
-        return list(range(int(sampler_settings(ctx).get("n_samples", 100)))), facts
+        return list(range(sampler_settings(ctx).n_samples)), facts
 
     def word(self, ctx: TestContext, queries: Sequence[int], facts: F) -> Worded[int]:
         settings = sampler_settings(ctx)
-        pool = example_pool(ctx.dataset, list(settings.get("few_shot_pool", [])))
+        pool = example_pool(ctx.dataset, list(settings.few_shot_pool))
         max_tokens = _max_tokens(ctx, settings)
         worded: Worded[int] = Worded([], [])
         dropped = skipped = 0
@@ -260,7 +289,7 @@ class SamplingTest(Lifecycle[int, F]):
             names=names,
             observations=[observation_of(r.completion, r.error, names) for r in records],
             records=list(records),
-            temperature=float(sampler_settings(ctx).get("temperature", 0.7)),
+            temperature=sampler_settings(ctx).temperature,
             few_shot_pool=list(context.get("few_shot_pool", [])),
             dropped_examples=int(context.get("dropped_examples", 0)),
             skipped_prompts=int(context.get("skipped_prompts", 0)),
@@ -356,6 +385,7 @@ class Sample(SamplingTest[None]):
 
     name = "sample"
     title = "sample"
+    settings = SampleSettings
 
     def prepare(self, ctx: TestContext) -> None:
         return None
@@ -371,10 +401,10 @@ def _sample_result(ctx: TestContext, draw: SampleDraw) -> TestResult:
         ctx.dataset,
         draw,
         ctx.seed,
-        int(p.get("chance_draws", 2000)),
-        int(p.get("real_rows", 200)),
+        p.chance_draws,
+        p.real_rows,
     )
-    verdict, reason = _verdict(s, float(p.get("alpha", 0.01)), float(p.get("min_copy_rate", 0.05)))
+    verdict, reason = _verdict(s, p.alpha, p.min_copy_rate)
     metrics = {
         **draw.counts(),
         "copies": s.copies,
@@ -399,7 +429,7 @@ def _sample_result(ctx: TestContext, draw: SampleDraw) -> TestResult:
         info={
             "evidence_rule": (
                 "copies of real rows significantly above the chance of independent marginal "
-                f"draws (p < {p.get('alpha', 0.01)}) and at least {p.get('min_copy_rate', 0.05)}"
+                f"draws (p < {p.alpha}) and at least {p.min_copy_rate}"
                 " of the samples"
             ),
             "temperature": draw.temperature,

@@ -12,7 +12,7 @@ problems are new, so nothing can have been memorized.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from threadpoolctl import threadpool_limits
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, register_lifecycle
+from tabmem.battery.settings import TestSettings
 from tabmem.data.linear_problems import LinearProblem, linear_problem
 from tabmem.errors import ConfigError
 from tabmem.llm.base import FIT, GENERATE, FitRequest, GenerationParams, Request
@@ -33,6 +34,30 @@ from tabmem.stats.accuracy import Accuracy, p_above
 from tabmem.stats.classifiers import random_search_logistic
 from tabmem.stats.labels import parse_label
 from tabmem.stats.verdicts import decide
+
+
+@dataclass(frozen=True)
+class StatisticalLearningSettings(TestSettings):
+    """``conf/test/statistical_learning.yaml``."""
+
+    dimensions: list[int]
+    fixed_shots: int
+    shots: list[int]
+    fixed_dimension: int
+    n_problems: int
+    decimals: int
+    lr_c_range: list[float]
+    lr_c_draws: int
+    lr_cv_folds: int
+    lr_cv_folds_few_shots: int
+    lr_few_shots: int
+    alpha: float
+    min_effect: float
+    question: str
+    pair: str
+    joiner: str
+    system_prompt: str
+
 
 NAME = "statistical_learning"
 LABELS = ("0", "1")
@@ -60,17 +85,17 @@ class Query:
         return self.reference[learner] == self.expected
 
 
-def settings(params: Mapping[str, Any]) -> list[tuple[int, int]]:
+def settings(params: StatisticalLearningSettings) -> list[tuple[int, int]]:
     """The (dimension, shots) pairs of both sweeps, each once."""
-    shots = int(params.get("fixed_shots", 20))
-    dimension = int(params.get("fixed_dimension", 8))
-    pairs = {(int(d), shots) for d in params.get("dimensions", [1, 2, 4, 8, 16])}
-    pairs |= {(dimension, int(s)) for s in params.get("shots", [5, 10, 20, 40, 80])}
+    shots = params.fixed_shots
+    dimension = params.fixed_dimension
+    pairs = {(int(d), shots) for d in params.dimensions}
+    pairs |= {(dimension, int(s)) for s in params.shots}
     return sorted(pairs)
 
 
 def reference_labels(
-    problem: LinearProblem, params: Mapping[str, Any], rng: np.random.Generator
+    problem: LinearProblem, params: StatisticalLearningSettings, rng: np.random.Generator
 ) -> dict[str, str]:
     """The paper's logistic regression (``random_search_logistic``) and 1-nearest-neighbour,
     trained on the problem's shots."""
@@ -78,10 +103,10 @@ def reference_labels(
     if len(set(y.tolist())) < 2:
         only = str(int(y[0]))
         return {"logistic_regression": only, "nearest_neighbour": only}
-    few = len(y) <= int(params.get("lr_few_shots", 10))
-    folds = int(params.get("lr_cv_folds_few_shots" if few else "lr_cv_folds", 3 if few else 7))
-    low, high = (float(v) for v in params.get("lr_c_range", (0.001, 10.001)))
-    draws = int(params.get("lr_c_draws", 10))
+    few = len(y) <= params.lr_few_shots
+    folds = params.lr_cv_folds_few_shots if few else params.lr_cv_folds
+    low, high = (float(v) for v in params.lr_c_range)
+    draws = params.lr_c_draws
     with threadpool_limits(limits=1):
         lr = random_search_logistic(x, y, folds, draws, (low, high), rng).predict(test)[0]
         knn = KNeighborsClassifier(n_neighbors=1).fit(x, y).predict(test)[0]
@@ -105,7 +130,7 @@ def _model_request(
     if model is None or query.problem is None:
         raise ConfigError("Wording a test's requests needs a model and a problem.")
     chat = model.prompt_form == "chat"
-    system = " ".join(str(ctx.params.get("system_prompt", "")).split())
+    system = " ".join(ctx.params.system_prompt.split())
     params = GenerationParams(
         max_tokens=8, temperature=0.0, stop=() if chat else ("\n",), seed=ctx.seed
     )
@@ -162,14 +187,14 @@ def curves(queries: Sequence[Query]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def figure(table: pd.DataFrame, params: Mapping[str, Any]) -> Any:
+def figure(table: pd.DataFrame, params: StatisticalLearningSettings) -> Any:
     """Two panels: accuracy against the dimension, and against the number of shots."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(10, 4))
     panels = (
-        ("dimension", "shots", int(params.get("fixed_shots", 20)), "dimension d"),
-        ("shots", "dimension", int(params.get("fixed_dimension", 8)), "number of shots"),
+        ("dimension", "shots", params.fixed_shots, "dimension d"),
+        ("shots", "dimension", params.fixed_dimension, "number of shots"),
     )
     for axis, (x, fixed, value, label) in zip(fig.subplots(1, 2), panels, strict=True):
         part = table[table[fixed] == value]
@@ -201,13 +226,14 @@ class StatisticalLearning(Lifecycle[Query, None]):
 
     name = NAME
     title = NAME
+    settings = StatisticalLearningSettings
     needs = frozenset({GENERATE, FIT})
     nothing_fits = "no problem fits the model's context window"
 
     def plan(self, ctx: TestContext) -> tuple[list[Query], None]:
         p = ctx.params
-        decimals = int(p.get("decimals", 2))
-        n = int(p.get("n_problems", 50))
+        decimals = p.decimals
+        n = p.n_problems
         problems = [
             (d, k, linear_problem(d, k, np.random.default_rng([ctx.seed, d, k, q]), decimals))
             for d, k in settings(p)
@@ -234,7 +260,10 @@ class StatisticalLearning(Lifecycle[Query, None]):
         if GENERATE not in model.capabilities:
             requests = [_fit_request(q, model.name, ctx.seed + i) for i, q in enumerate(queries)]
             return Worded(list(queries), list(requests), {"queries_skipped": 0})
-        fmt, decimals = IfThenFormat.from_params(ctx.params), int(ctx.params.get("decimals", 2))
+        fmt, decimals = (
+            IfThenFormat(ctx.params.question, ctx.params.pair, ctx.params.joiner),
+            ctx.params.decimals,
+        )
         worded: Worded[Query] = Worded([], [])
         for query in queries:
             request = _model_request(ctx, query, fmt, decimals)
@@ -299,7 +328,7 @@ def _answered(record: QueryRecord) -> Query:
 
 def _result(ctx: TestContext, queries: list[Query], skipped: int) -> TestResult:
     p = ctx.params
-    alpha, min_effect = float(p.get("alpha", 0.01)), float(p.get("min_effect", 0.05))
+    alpha, min_effect = p.alpha, p.min_effect
     overall = {
         learner: Accuracy(sum(q.correct(learner) for q in queries), len(queries))
         for learner in LEARNERS

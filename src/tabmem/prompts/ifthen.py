@@ -7,9 +7,8 @@ label); base models get the same lines as one text, each example finished by its
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.prompts.fewshot import chat_messages
@@ -19,18 +18,9 @@ from tabmem.prompts.fewshot import chat_messages
 class IfThenFormat:
     """How a row becomes a question: the template, one pair, and what joins the pairs."""
 
-    question: str = "IF {features}, THEN {target} ="
-    pair: str = "{name} = {value}"
-    joiner: str = ", "
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, Any]) -> IfThenFormat:
-        defaults = cls()
-        return cls(
-            question=str(params.get("question", defaults.question)),
-            pair=str(params.get("pair", defaults.pair)),
-            joiner=str(params.get("joiner", defaults.joiner)),
-        )
+    question: str
+    pair: str
+    joiner: str
 
     def ask(self, names: Sequence[str], values: Sequence[str], target: str) -> str:
         """The question for one row; features with an empty value are left out."""
