@@ -79,7 +79,8 @@ def skip_reason(cfg: Any, test: str) -> str:
     Only grids skip (``conf/grid/paper.yaml``): a single run or a plain sweep still fails with
     the error, so a missing file someone asked for by name is never passed over in silence.
     """
-    from tabmem.llm.baselines import LEARNING_TESTS
+    from tabmem.battery.base import needs_of
+    from tabmem.llm.base import FIT
 
     if not cfg.get("skip_unrunnable"):
         return ""
@@ -89,7 +90,7 @@ def skip_reason(cfg: Any, test: str) -> str:
     models = cfg.get("only_models")
     if models and str(cfg.model.name) not in models:
         return f"this part of the grid runs the models {', '.join(map(str, models))} only"
-    if cfg.model.get("backend") == "baseline" and test not in LEARNING_TESTS:
+    if cfg.model.get("backend") == "baseline" and FIT not in needs_of(test):
         return f"model '{cfg.model.name}' is a statistical baseline: it runs learning tests only"
     try:
         resolve_path(spec_from_config(cfg.dataset))

@@ -78,11 +78,16 @@ def get_test(name: str) -> TestFunction:
     return tests[name]
 
 
+def needs_of(name: str) -> frozenset[str]:
+    """The model capabilities test ``name`` can use (any one will do)."""
+    registry()
+    return _NEEDS.get(name, WRITES_TEXT)
+
+
 def inapplicable_reason(name: str, model: LanguageModel) -> str:
     """Why test ``name`` cannot run with ``model`` (it has none of the capabilities the test
     can use), or "" when it can; the runner decides this once, before the test runs."""
-    registry()
-    needs = _NEEDS.get(name, WRITES_TEXT)
+    needs = needs_of(name)
     if needs & model.capabilities:
         return ""
     if LOGPROBS in needs:

@@ -18,9 +18,6 @@ from tabmem.errors import ConfigError, ProviderError
 from tabmem.llm.base import FIT, GenerationParams, Message
 from tabmem.stats.classifiers import ESTIMATORS, Fitted, fit_predict
 
-LEARNING_TESTS = ("fewshot_predict", "statistical_learning")
-"""The tests that can use a baseline; every other test needs a language model."""
-
 
 class BaselineBackend:
     """A classifier fitted on tabular rows; ``chat`` and ``complete`` refuse with one sentence."""
@@ -45,8 +42,8 @@ class BaselineBackend:
     @property
     def refusal(self) -> str:
         return (
-            f"model '{self.name}' is a statistical baseline, not a language model: only "
-            f"{' and '.join(f'test={t}' for t in LEARNING_TESTS)} can use it"
+            f"model '{self.name}' is a statistical baseline, not a language model: it fits "
+            "rows and cannot answer a prompt"
         )
 
     def fit_predict(
