@@ -13,6 +13,7 @@ from tabmem.data import Dataset, DatasetSpec
 from tabmem.errors import ConfigError
 from tabmem.llm.base import FIT, GenerationParams, Request
 from tabmem.llm.baselines import BaselineBackend
+from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.registry import build_backend, build_model
 from tabmem.results import Verdict
@@ -118,3 +119,26 @@ def test_fewshot_predict_fits_a_baseline_on_the_rows_outside_each_block():
     assert lr.n_queries == majority.n_queries == 30
     assert lr.records[0].prompt.startswith("IF x = ") and lr.info["prompt_form"] == "baseline"
     assert lr.all_metrics()["n_failed_queries"] == 0
+
+
+def test_a_fit_is_kept_in_the_response_cache_and_read_back_the_same(tmp_path):
+    text = "x,label\n" + "".join(f"{x},{'yes' if x > 20 else 'no'}\n" for x in range(1, 41))
+    dataset = Dataset(DatasetSpec(name="line", target="label"), Path("l.csv"), text)
+    params = settings_of("fewshot_predict", n_test_rows=10, max_test_fraction=0.25)
+    backend = BaselineBackend("lr", "logistic_regression", {})
+    results = []
+    for _ in range(2):
+        cache = ResponseCache(tmp_path / "cache.sqlite")
+        model = LanguageModel(backend, "lr", cache=cache, show_progress=False)
+        results.append(FewshotPredict().run(TestContext(dataset, model, params, seed=2)))
+        results[-1].metrics["cache_hits"] = model.stats.cache_hits
+        cache.close()
+    first, second = results
+    assert first.metrics["cache_hits"] == 0 and second.metrics["cache_hits"] >= 1
+    assert [r.completion for r in first.records] == [r.completion for r in second.records]
+    assert [r.extra["fit"] for r in first.records] == [r.extra["fit"] for r in second.records]
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    model = LanguageModel(backend, "lr", cache=cache, show_progress=False)
+    FewshotPredict().run(TestContext(dataset, model, params, seed=3))
+    cache.close()
+    assert model.stats.cache_hits == 0  # another seed draws other blocks: other fits

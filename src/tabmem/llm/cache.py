@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from tabmem.llm.base import Request
+from tabmem.llm.base import FitRequest, Request
 
 
 def cache_key(identity: dict[str, str], request: Request) -> str:
@@ -27,6 +27,22 @@ def cache_key(identity: dict[str, str], request: Request) -> str:
         "prompt": request.prompt,
         "params": request.params.as_dict(),
         "sample_index": request.sample_index,
+    }
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def fit_key(identity: dict[str, str], request: FitRequest) -> str:
+    """A sha256 over everything that can change a statistical baseline's fit: its identity,
+    the training rows and labels, the rows it labels, the columns' kinds and the seed."""
+    payload = {
+        "identity": identity,
+        "kind": "fit",
+        "train": request.train.to_csv(index=False),
+        "labels": list(request.labels),
+        "test": request.test.to_csv(index=False),
+        "kinds": [list(kind) for kind in request.kinds],
+        "seed": request.seed,
     }
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()

@@ -15,6 +15,7 @@ is sent at all: uncached requests are counted in the plan and answered as not se
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -28,7 +29,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from tabmem.errors import ProviderError, TransientProviderError
 from tabmem.llm.base import Backend, FitRequest, Request, Response, capabilities_of
 from tabmem.llm.budget import Budget
-from tabmem.llm.cache import ResponseCache, cache_key
+from tabmem.llm.cache import ResponseCache, cache_key, fit_key
 from tabmem.llm.plan import RequestPlan, prompt_tokens
 from tabmem.llm.pricing import Price
 
@@ -189,22 +190,37 @@ class LanguageModel:
 
     def fit(self, requests: Sequence[FitRequest]) -> list[Response]:
         """A statistical baseline's answers (capability ``fit``): the label it predicts for each
-        request's test row, one fit per shared training set, test rows and seed."""
-        fits: dict[tuple[int, int, int], Any] = {}
+        request's test row, one fit per shared training set, test rows and seed, each fit kept
+        in the response cache like an answer."""
+        fits: dict[tuple[int, int, int], dict[str, Any]] = {}
         answers = []
         for request in requests:
             key = (id(request.train), id(request.test), request.seed)
             if key not in fits:
-                fits[key] = self.backend.fit_predict(  # type: ignore[attr-defined]
-                    request.train,
-                    list(request.labels),
-                    request.test,
-                    dict(request.kinds),
-                    request.seed,
-                )
+                fits[key] = self._fitted(request)
             fitted = fits[key]
-            answers.append(Response(text=fitted.labels[request.row], detail=dict(fitted.info)))
+            answers.append(
+                Response(text=fitted["labels"][request.row], detail=dict(fitted["info"]))
+            )
         return answers
+
+    def _fitted(self, request: FitRequest) -> dict[str, Any]:
+        """The fit a request shares with the others of its training set: from the cache, or
+        fitted now and cached (labels for every test row, and what the fit chose)."""
+        key = fit_key(self.backend.identity, request)
+        if self.cache is not None:
+            hit = self.cache.get_entry(key)
+            if hit is not None:
+                self.stats.add_cached(hit.usage)
+                return json.loads(hit.text)
+        fitted = self.backend.fit_predict(  # type: ignore[attr-defined]
+            request.train, list(request.labels), request.test, dict(request.kinds), request.seed
+        )
+        stored = {"labels": fitted.labels, "info": fitted.info}
+        text = json.dumps(stored, default=_plain)
+        if self.cache is not None:
+            self.cache.put(key, self.name, text)
+        return json.loads(text)
 
     def logprobs(self, requests: Sequence, description: str = "log-probabilities") -> list | None:
         """Per-token log-probabilities of each ``ScoreRequest`` (cached), or None when the
@@ -363,3 +379,8 @@ class LanguageModel:
 
     def close(self) -> None:
         self.backend.close()
+
+
+def _plain(value: Any) -> Any:
+    """A numpy number in a fit's info as the Python number JSON writes."""
+    return value.item()
