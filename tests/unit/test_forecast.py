@@ -19,7 +19,6 @@ from tabmem.battery.forecast import (
     Comparison,
     Forecast,
     ForecastSettings,
-    Settings,
     decide,
     select_steps,
 )
@@ -49,9 +48,9 @@ PARAMS = settings_of(
 )
 
 
-def derived(**changes) -> Settings:
-    """What the test derives from ``PARAMS`` with ``changes``."""
-    return Settings.from_params(ForecastSettings.load({**PARAMS, **changes}))
+def derived(**changes) -> ForecastSettings:
+    """The test's settings: ``PARAMS`` with ``changes``, loaded and checked."""
+    return ForecastSettings.load({**PARAMS, **changes})
 
 
 def series_dataset(kind: str = "series") -> Dataset:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -36,10 +37,14 @@ from tabmem.stats.forecast import (
 )
 from tabmem.stats.scoring import strip_code_fence
 
+PERIOD_FREQ = {"year": "Y", "quarter": "Q", "month": "M"}
+PERIODS_TABLE = "forecast_periods.json"
+FIGURE = "forecast_errors.png"
+
 
 @dataclass(frozen=True)
 class ForecastSettings(TestSettings):
-    """``conf/test/forecast.yaml``, as written; ``Settings`` holds what the test derives from it."""
+    """``conf/test/forecast.yaml``; the dates and the period are checked when it loads."""
 
     cutoff: str | None
     period: str
@@ -61,55 +66,30 @@ class ForecastSettings(TestSettings):
     answer: str
     completion_preamble: str
 
-
-PERIOD_FREQ = {"year": "Y", "quarter": "Q", "month": "M"}
-PERIODS_TABLE = "forecast_periods.json"
-FIGURE = "forecast_errors.png"
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The test's parameters, read once from the config."""
-
-    cutoff: pd.Timestamp | None
-    freq: str
-    start: pd.Timestamp | None
-    end: pd.Timestamp | None
-    window: int
-    steps_per_period: int | None
-    cap: float
-    alpha: float
-    min_difference: float
-    min_steps: int
-    block_length: int
-    n_permutations: int
-    n_bootstrap: int
-    confidence: float
-
-    @classmethod
-    def from_params(cls, p: ForecastSettings) -> Settings:
-        period = p.period
-        if period not in PERIOD_FREQ:
+    def __post_init__(self) -> None:
+        if self.period not in PERIOD_FREQ:
             raise ConfigError(
-                f"test.period is '{period}'; choose one of: {', '.join(PERIOD_FREQ)}."
+                f"test.period is '{self.period}'; choose one of: {', '.join(PERIOD_FREQ)}."
             )
-        per_period = p.steps_per_period
-        return cls(
-            cutoff=_date(p.cutoff, "cutoff"),
-            freq=PERIOD_FREQ[period],
-            start=_date(p.start, "start"),
-            end=_date(p.end, "end"),
-            window=p.window,
-            steps_per_period=None if per_period is None else int(per_period),
-            cap=p.cap,
-            alpha=p.alpha,
-            min_difference=p.min_difference,
-            min_steps=p.min_steps,
-            block_length=p.block_length,
-            n_permutations=p.n_permutations,
-            n_bootstrap=p.n_bootstrap,
-            confidence=p.confidence,
-        )
+        for name in ("cutoff", "start", "end"):
+            _date(getattr(self, name), name)
+
+    @property
+    def freq(self) -> str:
+        """The pandas frequency of a period."""
+        return PERIOD_FREQ[self.period]
+
+    @cached_property
+    def cutoff_date(self) -> pd.Timestamp | None:
+        return _date(self.cutoff, "cutoff")
+
+    @cached_property
+    def start_date(self) -> pd.Timestamp | None:
+        return _date(self.start, "start")
+
+    @cached_property
+    def end_date(self) -> pd.Timestamp | None:
+        return _date(self.end, "end")
 
 
 def _date(value: Any, name: str) -> pd.Timestamp | None:
@@ -121,13 +101,14 @@ def _date(value: Any, name: str) -> pd.Timestamp | None:
         raise ConfigError(f"test.{name} is '{value}', which is not a date (YYYY-MM-DD).") from exc
 
 
-def select_steps(series: Series, s: Settings, rng: random.Random) -> list[int]:
+def select_steps(series: Series, s: ForecastSettings, rng: random.Random) -> list[int]:
     """Rows to forecast: those with a full window before them, inside [start, end], sampled
     ``steps_per_period`` per period (all of them when that is None), in time order."""
     by_period: dict[pd.Period, list[int]] = {}
+    start, end = s.start_date, s.end_date
     for i in range(max(s.window, 1), len(series)):
         date = series.dates[i]
-        if (s.start is None or date >= s.start) and (s.end is None or date <= s.end):
+        if (start is None or date >= start) and (end is None or date <= end):
             by_period.setdefault(date.to_period(s.freq), []).append(i)
     chosen: list[int] = []
     for rows in by_period.values():
@@ -146,7 +127,7 @@ def _fields(series: Series, description: str, window: int) -> dict[str, Any]:
 
 
 def build_request(
-    series: Series, i: int, ctx: TestContext, s: Settings, description: str
+    series: Series, i: int, ctx: TestContext, s: ForecastSettings, description: str
 ) -> Request:
     """The chat turns (or, for base models, CSV lines) of the ``window`` steps before row ``i``,
     ending with the question for row ``i``."""
@@ -204,7 +185,7 @@ def _forecast(text: str, date_text: str, failed: bool) -> float:
 
 
 def score(
-    series: Series, rows: list[int], texts: list[str], failed: list[bool], s: Settings
+    series: Series, rows: list[int], texts: list[str], failed: list[bool], s: ForecastSettings
 ) -> Scored:
     """Parse each answer and score it, and the naive forecast, against the true value."""
     index = np.asarray(rows, dtype=int)
@@ -217,8 +198,8 @@ def score(
     )
     truth = series.values[index]
     after = np.zeros(len(rows), dtype=bool)
-    if s.cutoff is not None:
-        after = np.asarray(series.dates[index] >= s.cutoff)
+    if s.cutoff_date is not None:
+        after = np.asarray(series.dates[index] >= s.cutoff_date)
     return Scored(
         rows=index,
         periods=[series.dates[i].to_period(s.freq) for i in rows],
@@ -243,7 +224,7 @@ def _mean(values: np.ndarray) -> float:
     return float(values.mean()) if len(values) else float("nan")
 
 
-def period_table(scored: Scored, s: Settings, rng: np.random.Generator) -> pd.DataFrame:
+def period_table(scored: Scored, s: ForecastSettings, rng: np.random.Generator) -> pd.DataFrame:
     """One row per period: counts, the model's and the naive forecast's mean robust relative
     error with block-bootstrap intervals. The model's error is over its parsed forecasts, the
     naive one over every queried step (the same for every model)."""
@@ -260,7 +241,7 @@ def period_table(scored: Scored, s: Settings, rng: np.random.Generator) -> pd.Da
         rows.append(
             {
                 "period": str(period),
-                "side": side_of(period, s.cutoff),
+                "side": side_of(period, s.cutoff_date),
                 "start": period.start_time.date().isoformat(),
                 "end": period.end_time.date().isoformat(),
                 "n_queries": int(here.sum()),
@@ -289,7 +270,7 @@ class Comparison:
     n_after: int
 
 
-def compare(scored: Scored, s: Settings, rng: np.random.Generator) -> Comparison:
+def compare(scored: Scored, s: ForecastSettings, rng: np.random.Generator) -> Comparison:
     """Test whether errors are higher on/after the cutoff than before it."""
     before = scored.parsed & ~scored.after
     after = scored.parsed & scored.after
@@ -303,7 +284,7 @@ def compare(scored: Scored, s: Settings, rng: np.random.Generator) -> Comparison
     )
 
 
-def decide(c: Comparison, s: Settings) -> tuple[Verdict, str]:
+def decide(c: Comparison, s: ForecastSettings) -> tuple[Verdict, str]:
     """``evidence``: the model's error and its excess over the naive forecast are both
     significantly lower before the cutoff (each one-sided test at ``alpha``; the larger p-value
     is the result's) and the excess shifts by at least ``min_difference``. ``ambiguous``: the
@@ -399,7 +380,7 @@ class SeriesFacts:
     """The series as the test reads it, and the test's settings."""
 
     series: Series
-    settings: Settings
+    settings: ForecastSettings
 
 
 @register_lifecycle
@@ -417,7 +398,7 @@ class Forecast(Lifecycle[int, SeriesFacts]):
                 f"test=forecast needs a time series (a dataset with kind: series); "
                 f"'{ctx.dataset.name}' is {ctx.dataset.spec.kind}",
             )
-        s = Settings.from_params(ctx.params)
+        s = ctx.params
         series = series_view(ctx.dataset)
         return select_steps(series, s, random.Random(ctx.seed)), SeriesFacts(series, s)
 
@@ -479,7 +460,7 @@ class Forecast(Lifecycle[int, SeriesFacts]):
                 "row": i,
                 "date": series.date_text[i],
                 "period": str(scored.periods[0]),
-                "side": "after" if scored.after[0] else ("before" if s.cutoff else ""),
+                "side": "after" if scored.after[0] else ("before" if s.cutoff_date else ""),
                 "forecast": float(scored.forecast[0]) if parsed else None,
                 "naive_forecast": float(series.values[i - 1]),
                 "relative_error": error,
@@ -503,7 +484,7 @@ class Forecast(Lifecycle[int, SeriesFacts]):
         scored = score(series, rows, [r.completion for r in records], failed, s)
         rng = np.random.default_rng(ctx.seed)
         table = period_table(scored, s, rng)
-        comparison = compare(scored, s, rng) if s.cutoff is not None else None
+        comparison = compare(scored, s, rng) if s.cutoff_date is not None else None
         if comparison is None:
             verdict, reason = Verdict.NOT_APPLICABLE, "no cutoff date: set test.cutoff=YYYY-MM-DD"
         else:
@@ -530,9 +511,11 @@ class Forecast(Lifecycle[int, SeriesFacts]):
         )
 
 
-def _info(ctx: TestContext, series: Series, s: Settings, table: pd.DataFrame) -> dict[str, Any]:
+def _info(
+    ctx: TestContext, series: Series, s: ForecastSettings, table: pd.DataFrame
+) -> dict[str, Any]:
     return {
-        "cutoff": None if s.cutoff is None else s.cutoff.date().isoformat(),
+        "cutoff": None if s.cutoff_date is None else s.cutoff_date.date().isoformat(),
         "period": ctx.params.period,
         "before_periods": table.loc[table["side"] == "before", "period"].tolist(),
         "after_periods": table.loc[table["side"] == "after", "period"].tolist(),
