@@ -22,12 +22,16 @@ from omegaconf import DictConfig, OmegaConf
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")
 def main(cfg: DictConfig) -> None:
     """Run one cell of the grid; in a single run, a failed cell exits with status 1."""
-    from tabmem.runner import run_cell
+    from tabmem.runner import cells_at_once, run_cell
 
     hydra_cfg = HydraConfig.get()
     job_dir = Path(hydra_cfg.runtime.output_dir)
-    grid_dir = Path(hydra_cfg.sweep.dir) if hydra_cfg.mode == RunMode.MULTIRUN else job_dir
-    outcomes = run_cell(cfg, OmegaConf.to_yaml(cfg), job_dir, grid_dir=grid_dir)
+    multirun = hydra_cfg.mode == RunMode.MULTIRUN
+    grid_dir = Path(hydra_cfg.sweep.dir) if multirun else job_dir
+    at_once = cells_at_once(hydra_cfg.launcher, multirun)
+    outcomes = run_cell(
+        cfg, OmegaConf.to_yaml(cfg), job_dir, grid_dir=grid_dir, cells_at_once=at_once
+    )
     if any(o.status == "failed" for o in outcomes) and hydra_cfg.mode == RunMode.RUN:
         sys.exit(1)
 

@@ -7,6 +7,7 @@ writes what they would cost (``plan-<test>.json``); ``budget_usd`` caps the spen
 from __future__ import annotations
 
 import json
+import os
 import time
 import traceback
 from dataclasses import replace
@@ -107,10 +108,13 @@ def run_cell(
     job_dir: Path,
     console: Console | None = None,
     grid_dir: Path | None = None,
+    cells_at_once: int = 1,
 ) -> list[CellOutcome]:
     """Run one cell (every test of a suite) end to end; never raises for a cell's own failure.
 
-    ``grid_dir`` is the folder of the whole run or sweep, where the budget's ledger lives.
+    ``grid_dir`` is the folder of the whole run or sweep, where the budget's ledger lives;
+    ``cells_at_once`` how many cells the launcher runs side by side on this machine, which
+    share its cores (a local model gets its share as threads).
     """
     console = console or Console()
     if cfg.get("dry_run"):
@@ -139,12 +143,31 @@ def run_cell(
             pending.append((cell, params, test_cfg))
     if pending:
         budget = grid_budget(cfg, grid_dir or job_dir)
+        threads = cpu_share(cells_at_once)
         outcomes += _run_pending(
-            cfg, store, pending, suite, resolved_yaml, job_dir, console, budget
+            cfg, store, pending, suite, resolved_yaml, job_dir, console, budget, threads
         )
     for outcome in outcomes:
         outcome.write(job_dir)
     return outcomes
+
+
+def cpu_share(cells_at_once: int) -> int:
+    """This machine's cores divided among the cells that run at once (one at least): two
+    local models that each take every core slow each other down."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, (cores or 1) // max(1, cells_at_once))
+
+
+def cells_at_once(launcher: Any, multirun: bool) -> int:
+    """How many cells a Hydra launcher runs side by side on this machine: joblib's ``n_jobs``
+    (negative counts back from the cores, as joblib does); one for a single run and for
+    launchers that send cells elsewhere (Ray, Slurm)."""
+    n_jobs = launcher.get("n_jobs") if multirun else None
+    if n_jobs is None:
+        return 1
+    n_jobs = int(n_jobs)
+    return n_jobs if n_jobs > 0 else max(1, (os.cpu_count() or 1) + 1 + n_jobs)
 
 
 def _run_pending(
@@ -156,6 +179,7 @@ def _run_pending(
     job_dir: Path,
     console: Console,
     budget: Budget | None = None,
+    threads: int | None = None,
 ) -> list[CellOutcome]:
     """Load the data and the model once, then run and log each pending test."""
     outcomes: list[CellOutcome] = []
@@ -171,6 +195,7 @@ def _run_pending(
                 outputs_dir(cfg) / "weights",
                 show_progress=bool(cfg.progress),
                 budget=budget,
+                threads=threads,
             )
         except Exception as exc:
             return [

@@ -28,6 +28,8 @@ class LlamaCppBackend:
     """A GGUF model loaded once per process; calls are serialised (llama.cpp is not re-entrant).
 
     Successive prompts that share a prefix (the few-shot part) reuse llama.cpp's KV cache.
+    ``n_threads`` serves both generation and prompt evaluation (None: llama.cpp's defaults,
+    which take every core for prompts and so slow down a second model beside this one).
     """
 
     def __init__(
@@ -69,6 +71,7 @@ class LlamaCppBackend:
             model_path=str(self.weights),
             n_ctx=context_window,
             n_threads=n_threads,
+            n_threads_batch=n_threads,
             n_batch=n_batch,
             verbose=False,
         )

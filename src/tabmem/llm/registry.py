@@ -80,10 +80,14 @@ def _weights_path(cfg: Mapping[str, Any], weights_dir: Path) -> Path:
 
 
 def build_backend(
-    cfg: Mapping[str, Any], weights_dir: Path, require_credentials: bool = True
+    cfg: Mapping[str, Any],
+    weights_dir: Path,
+    require_credentials: bool = True,
+    threads: int | None = None,
 ) -> Backend:
     """The backend a model config names, or one clear error (a dry run, which sends nothing,
-    builds API models without their keys)."""
+    builds API models without their keys). ``threads``: the CPU threads a local model uses
+    when its config leaves ``n_threads`` null (the runner's share of the cores)."""
     kind = cfg.get("backend")
     name = cfg["name"]
     timeout = float(cfg.get("timeout", 60))
@@ -94,7 +98,7 @@ def build_backend(
             weights=_weights_path(cfg, weights_dir),
             name=name,
             context_window=int(cfg.get("context_window", 4096)),
-            n_threads=cfg.get("n_threads"),
+            n_threads=cfg.get("n_threads") or threads,
         )
     if kind == "litellm":
         from tabmem.llm.litellm_backend import LiteLLMBackend
@@ -143,6 +147,7 @@ def build_model(
     show_progress: bool = True,
     budget: Budget | None = None,
     plan: RequestPlan | None = None,
+    threads: int | None = None,
 ) -> LanguageModel:
     """A cached, concurrent, retrying model from its config; priced, capped by ``budget``,
     and sending nothing when ``plan`` is given (a dry run)."""
@@ -154,7 +159,7 @@ def build_model(
             "lacks; set input_cost_per_token and output_cost_per_token in its config."
         )
     return LanguageModel(
-        backend=build_backend(cfg, weights_dir, require_credentials=plan is None),
+        backend=build_backend(cfg, weights_dir, require_credentials=plan is None, threads=threads),
         name=cfg["name"],
         prompt_form=cfg.get("prompt_form", "chat"),
         context_window=int(cfg.get("context_window", 4096)),
