@@ -5,22 +5,29 @@ a model behind the response cache; the second pass, all cache hits, is the cost 
 query. The same cell is then logged as an MLflow run without traces and with them (fresh
 SQLite store each time); the difference per query is the cost of a trace.
 
+Then what a researcher sees: a grid re-run from the response cache (the oracles' memorization
+suite on two datasets), once with ``tracking.traces=false`` and once with traces, side by side
+with the same cache; the wall-time ratio is what traces add to a cached grid.
+
     python scripts/bench_traces.py [N]      # default N = 200
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench_common import ROOT  # noqa: F401  (puts src/ on the path)
+from bench_common import ROOT
 
 from tabmem.llm.base import GenerationParams, Message, Request
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
 from tabmem.results import QueryRecord
+from tabmem.tracking.runs import load_runs
 from tabmem.tracking.store import TrackingStore
 from tabmem.tracking.traces import QueryLog
 
@@ -107,5 +114,52 @@ def main(n: int) -> None:
     print(f"trace (expectation, feedback) {(traced - plain) * per:8.2f} ms/query")
 
 
+GRID = (
+    "model=oracle-memorizer,oracle-null",
+    "dataset=iris,titanic",
+    "test=memorization",
+    "progress=false",
+    "show_queries=false",
+)
+
+
+def _grid(outputs: Path, traces: bool) -> float:
+    """Wall seconds of the grid run into ``outputs`` (whose cache may already answer it)."""
+    started = time.perf_counter()
+    subprocess.run(
+        [
+            sys.executable,
+            "run.py",
+            "-m",
+            *GRID,
+            f"outputs_dir={outputs}",
+            f"tracking.traces={str(traces).lower()}",
+        ],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+    return time.perf_counter() - started
+
+
+def cached_grid() -> None:
+    """The same cached grid without and with traces, side by side."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        _grid(folder / "fill", traces=False)
+        for name in ("plain", "traced"):
+            shutil.copytree(folder / "fill" / "cache", folder / name / "cache")
+        plain = _grid(folder / "plain", traces=False)
+        traced = _grid(folder / "traced", traces=True)
+        runs = load_runs(f"sqlite:///{folder / 'traced' / 'mlflow.db'}")
+        queries = int(runs["metric.n_queries"].sum())
+    print(f"\ncached grid ({' '.join(GRID[:3])}): {len(runs)} cells, {queries} queries")
+    print(f"without traces                {plain:8.1f} s")
+    print(f"with traces                   {traced:8.1f} s")
+    print(f"with / without                {traced / plain:8.2f}")
+    print(f"trace, in the grid            {(traced - plain) * 1000 / queries:8.2f} ms/query")
+
+
 if __name__ == "__main__":
     main(int(sys.argv[1]) if len(sys.argv) > 1 else 200)
+    cached_grid()
