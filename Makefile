@@ -8,6 +8,7 @@ PIP    := $(PY) -m pip
 DEMO_STAMP := $(VENV)/.tabmem-demo-installed
 STAMP      := $(VENV)/.tabmem-installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
+export MLFLOW_DISABLE_TELEMETRY := true
 export HF_HUB_OFFLINE := 1
 # llama.cpp's native build crashes with SIGILL on these machines (see DESIGN.md).
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF

@@ -4,7 +4,12 @@
 are imported on first use, so ``import tabmem`` stays cheap.
 """
 
+import os
 from typing import Any
+
+# MLflow sends usage telemetry over the network unless told not to; the harness uses no
+# network but the model provider a user configures. Set before any module imports mlflow.
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
 __version__ = "0.1.0"
 __all__ = ["CellResult", "grid", "run"]
