@@ -5,9 +5,10 @@ a model behind the response cache; the second pass, all cache hits, is the cost 
 query. The same cell is then logged as an MLflow run without traces and with them (fresh
 SQLite store each time); the difference per query is the cost of a trace.
 
-Then what a researcher sees: a grid re-run from the response cache (the oracles' memorization
-suite on two datasets), once with ``tracking.traces=false`` and once with traces, side by side
-with the same cache; the wall-time ratio is what traces add to a cached grid.
+Then what a researcher sees: a grid re-run from the response cache (the four oracles'
+memorization suite on the six datasets, 96 cells), once with ``tracking.traces=false`` and once
+with traces, side by side with the same cache; the wall-time ratio is what traces add to a
+cached grid.
 
     python scripts/bench_traces.py [N]      # default N = 200
 """
@@ -115,8 +116,8 @@ def main(n: int) -> None:
 
 
 GRID = (
-    "model=oracle-memorizer,oracle-null",
-    "dataset=iris,titanic",
+    "model=oracle-memorizer,oracle-learner,oracle-marginal,oracle-null",
+    "dataset=iris,titanic,adult,wine,openml-diabetes,california-housing",
     "test=memorization",
     "progress=false",
     "show_queries=false",

@@ -87,3 +87,31 @@ def test_run_description_is_one_paragraph_with_verdict_reason_and_figure():
     text = run_description("evidence", "10 rows after the cut", "4/4 (p=0.01)")
     assert text == "**evidence**: 10 rows after the cut. Hits: 4/4 (p=0.01)."
     assert "\n" not in text
+
+
+def test_a_batch_is_written_whole_and_leaves_the_store_as_it_found_it(tmp_path):
+    import mlflow
+    from mlflow.tracing.client import TracingClient
+
+    from tabmem.tracking.store import TrackingStore
+    from tabmem.tracking.traces import write_traces
+
+    store = TrackingStore(
+        uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
+        artifact_root=tmp_path / "artifacts",
+        experiment="traces",
+        lock_path=tmp_path / "mlflow.lock",
+    )
+    run = store.client.create_run(store.experiment_id)
+    records = [QueryRecord(f"prompt {i}", "1,2\n", "1,2\n", 1.0) for i in range(5)]
+    tags = {"model": "m", "dataset": "d", "test": "header", "transform": "original"}
+    log = QueryLog(records, tags, (time.time_ns(), time.time_ns()))
+    write_traces(
+        store.uri, store.experiment_id, build_traces(log, store.experiment_id, run.info.run_id)
+    )
+    assert "get_experiment" not in vars(TracingClient(store.uri).store)  # read-once undone
+    mlflow.set_tracking_uri(store.uri)
+    found = mlflow.search_traces(
+        locations=[store.experiment_id], run_id=run.info.run_id, return_type="list"
+    )
+    assert sorted(t.data.spans[0].inputs["prompt"] for t in found) == [r.prompt for r in records]
