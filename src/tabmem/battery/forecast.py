@@ -375,39 +375,30 @@ def _metrics(
     return metrics
 
 
-@dataclass(frozen=True)
-class SeriesFacts:
-    """The series as the test reads it, and the test's settings."""
-
-    series: Series
-    settings: ForecastSettings
-
-
 @register_lifecycle
-class Forecast(Lifecycle[int, SeriesFacts]):
+class Forecast(Lifecycle[int, Series]):
     """Forecast sampled steps of the series; score them per period; compare across the cutoff."""
 
     name = "forecast"
     title = "forecast"
     settings = ForecastSettings
 
-    def plan(self, ctx: TestContext) -> tuple[list[int], SeriesFacts] | TestResult:
+    def plan(self, ctx: TestContext) -> tuple[list[int], Series] | TestResult:
         if ctx.dataset.spec.kind != "series":
             return TestResult.not_applicable(
                 self.name,
                 f"test=forecast needs a time series (a dataset with kind: series); "
                 f"'{ctx.dataset.name}' is {ctx.dataset.spec.kind}",
             )
-        s = ctx.params
         series = series_view(ctx.dataset)
-        return select_steps(series, s, random.Random(ctx.seed)), SeriesFacts(series, s)
+        return select_steps(series, ctx.params, random.Random(ctx.seed)), series
 
-    def word(self, ctx: TestContext, queries: Sequence[int], facts: SeriesFacts) -> Worded[int]:
+    def word(self, ctx: TestContext, queries: Sequence[int], facts: Series) -> Worded[int]:
         """The request of each step that fits the context window; the others are skipped."""
         model = ctx.model
         if model is None:
             raise ConfigError("Wording a test's requests needs a model.")
-        s, series = facts.settings, facts.series
+        s, series = ctx.params, facts
         description = ctx.dataset.spec.description or f"the series '{ctx.dataset.name}'."
         worded: Worded[int] = Worded([], [])
         skipped = 0
@@ -428,17 +419,17 @@ class Forecast(Lifecycle[int, SeriesFacts]):
         worded.context = {"steps_skipped": skipped}
         return worded
 
-    def unfit(self, ctx: TestContext, facts: SeriesFacts, worded: Worded[int]) -> TestResult:
+    def unfit(self, ctx: TestContext, facts: Series, worded: Worded[int]) -> TestResult:
         skipped = worded.context["steps_skipped"]
         return TestResult.not_applicable(
             self.name,
-            f"no step to forecast: the series has {len(facts.series)} values, the window is "
-            f"{facts.settings.window}, and {skipped} step(s) did not fit the context window",
+            f"no step to forecast: the series has {len(facts)} values, the window is "
+            f"{ctx.params.window}, and {skipped} step(s) did not fit the context window",
             info={"steps_skipped": skipped},
         )
 
-    def score(self, ctx: TestContext, facts: SeriesFacts, answer: Answer[int]) -> QueryRecord:
-        series, s, i, response = facts.series, facts.settings, answer.query, answer.response
+    def score(self, ctx: TestContext, facts: Series, answer: Answer[int]) -> QueryRecord:
+        series, s, i, response = facts, ctx.params, answer.query, answer.response
         scored = score(series, [i], [response.text], [response.error is not None], s)
         parsed = bool(scored.parsed[0])
         error = float(scored.model_error[0]) if parsed else None
@@ -473,12 +464,12 @@ class Forecast(Lifecycle[int, SeriesFacts]):
     def decide(
         self,
         ctx: TestContext,
-        facts: SeriesFacts,
+        facts: Series,
         records: Sequence[QueryRecord],
         context: dict[str, Any],
     ) -> TestResult:
         """The errors per period, and the comparison across the cutoff."""
-        series, s = facts.series, facts.settings
+        series, s = facts, ctx.params
         rows = [int(r.extra["row"]) for r in records]
         failed = [r.error is not None for r in records]
         scored = score(series, rows, [r.completion for r in records], failed, s)
