@@ -279,7 +279,7 @@ class ConditionalCompletion(Lifecycle[Asked, PrefixFacts]):
         model = ctx.model
         if model is None:
             raise ConfigError("Wording a test's requests needs a model.")
-        pool = example_pool(ctx.dataset, list(ctx.params.few_shot_pool))
+        pool = example_pool(ctx.dataset, ctx.params.few_shot_pool)
         columns = list(zip(*data_values(ctx.dataset), strict=True))
         worded: Worded[Asked] = Worded([], [])
         dropped = 0

@@ -82,11 +82,11 @@ def _question(template: str, dataset: Dataset, rows: int) -> str:
 def _plan(ctx: TestContext, p: DatasetNameSettings) -> tuple[list[Shown], list[Dataset]]:
     """The tested and control queries, and the few-shot datasets (neither tested nor control)."""
     rng = random.Random(ctx.seed)
-    pool = example_pool(ctx.dataset, list(p.few_shot_pool))
+    pool = example_pool(ctx.dataset, p.few_shot_pool)
     rng.shuffle(pool)
     k = p.few_shot
     shots, controls = pool[:k], pool[k : k + p.controls]
-    counts = [int(n) for n in p.row_counts]
+    counts = p.row_counts
     shown = [Shown(ctx.dataset, n, False) for n in counts]
     shown += [Shown(d, n, True) for d in controls for n in counts]
     return shown, shots

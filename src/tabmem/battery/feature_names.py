@@ -164,7 +164,7 @@ class FeatureNames(Lifecycle[str, NamesFacts]):
             raise ConfigError("Wording a test's requests needs a model.")
         chat = model.prompt_form == "chat"
         rng = random.Random(ctx.seed)
-        pool = example_pool(ctx.dataset, list(p.few_shot_pool))
+        pool = example_pool(ctx.dataset, p.few_shot_pool)
         pool = rng.sample(pool, min(p.few_shot, len(pool)))
         examples = [_question(p.names_prompt, d) for d in pool]
         params = GenerationParams(

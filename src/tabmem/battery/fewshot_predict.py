@@ -104,10 +104,9 @@ def system_prompt(dataset: Dataset, target: str, params: FewshotPredictSettings)
     in the paper, and a perturbed dataset keeps the original's name, description and task, so
     both get the same prompt word for word.
     """
-    styles = params.prompt_style or {}
-    style = str(styles.get(transform_name(dataset), params.default_style))
+    style = params.prompt_style.get(transform_name(dataset), params.default_style)
     task = spec_of(dataset).task or params.default_task.format(target=target)
-    template = str((params.system_prompts or {}).get(style, ""))
+    template = params.system_prompts.get(style, "")
     label = dataset.spec.aliases[0] if dataset.spec.aliases else dataset.name
     text = template.format(
         dataset=label, description=dataset.spec.description, task=task, target=target

@@ -171,7 +171,7 @@ class Header(Rescorable[HeaderQuery, HeaderFacts]):
     def prepare(self, ctx: TestContext, queries: Sequence[HeaderQuery]) -> HeaderFacts:
         rule = ctx.params.rule
         n_records = len(ctx.dataset.records)
-        rows = [int(r) for r in ctx.params.split_rows]
+        rows = ctx.params.split_rows
         return HeaderFacts(
             rule, evidence_rows(rule), tuple(r for r in rows if not 0 < r < n_records)
         )
@@ -325,4 +325,4 @@ def _skipped_rows(ctx: TestContext, facts: HeaderFacts, context: dict[str, Any])
     """The split rows not asked, in config order: the file is too short, or the prompt does
     not fit the context window."""
     left_out = {*facts.short_rows, *context.get("unfit_split_rows", [])}
-    return [int(r) for r in ctx.params.split_rows if int(r) in left_out]
+    return [r for r in ctx.params.split_rows if r in left_out]

@@ -243,7 +243,7 @@ class SamplingTest(Lifecycle[int, F]):
 
     def word(self, ctx: TestContext, queries: Sequence[int], facts: F) -> Worded[int]:
         settings = sampler_settings(ctx)
-        pool = example_pool(ctx.dataset, list(settings.few_shot_pool))
+        pool = example_pool(ctx.dataset, settings.few_shot_pool)
         max_tokens = _max_tokens(ctx, settings)
         worded: Worded[int] = Worded([], [])
         dropped = skipped = 0

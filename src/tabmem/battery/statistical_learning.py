@@ -89,8 +89,8 @@ def settings(params: StatisticalLearningSettings) -> list[tuple[int, int]]:
     """The (dimension, shots) pairs of both sweeps, each once."""
     shots = params.fixed_shots
     dimension = params.fixed_dimension
-    pairs = {(int(d), shots) for d in params.dimensions}
-    pairs |= {(dimension, int(s)) for s in params.shots}
+    pairs = {(d, shots) for d in params.dimensions}
+    pairs |= {(dimension, s) for s in params.shots}
     return sorted(pairs)
 
 
@@ -105,7 +105,7 @@ def reference_labels(
         return {"logistic_regression": only, "nearest_neighbour": only}
     few = len(y) <= params.lr_few_shots
     folds = params.lr_cv_folds_few_shots if few else params.lr_cv_folds
-    low, high = (float(v) for v in params.lr_c_range)
+    low, high = params.lr_c_range
     draws = params.lr_c_draws
     with threadpool_limits(limits=1):
         lr = random_search_logistic(x, y, folds, draws, (low, high), rng).predict(test)[0]
