@@ -152,11 +152,16 @@ def run_cell(
     return outcomes
 
 
+def _cores() -> int:
+    """The cores this process may run on."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return cores or 1
+
+
 def cpu_share(cells_at_once: int) -> int:
     """This machine's cores divided among the cells that run at once (one at least): two
     local models that each take every core slow each other down."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, (cores or 1) // max(1, cells_at_once))
+    return max(1, _cores() // max(1, cells_at_once))
 
 
 def cells_at_once(launcher: Any, multirun: bool) -> int:
@@ -167,7 +172,7 @@ def cells_at_once(launcher: Any, multirun: bool) -> int:
     if n_jobs is None:
         return 1
     n_jobs = int(n_jobs)
-    return n_jobs if n_jobs > 0 else max(1, (os.cpu_count() or 1) + 1 + n_jobs)
+    return n_jobs if n_jobs > 0 else max(1, _cores() + 1 + n_jobs)
 
 
 def _run_pending(

@@ -15,7 +15,7 @@ CORES = len(os.sched_getaffinity(0))
     [
         ({"n_jobs": 2}, True, 2),
         ({"n_jobs": 2}, False, 1),  # a single run is one cell
-        ({"n_jobs": -1}, True, os.cpu_count()),  # joblib: every core
+        ({"n_jobs": -1}, True, CORES),  # joblib: every core
         ({"address": None}, True, 1),  # Ray or Slurm: the cells run elsewhere
     ],
 )

@@ -28,8 +28,7 @@ def cache_key(identity: dict[str, str], request: Request) -> str:
         "params": request.params.as_dict(),
         "sample_index": request.sample_index,
     }
-    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return _digest(payload)
 
 
 def fit_key(identity: dict[str, str], request: FitRequest) -> str:
@@ -44,6 +43,10 @@ def fit_key(identity: dict[str, str], request: FitRequest) -> str:
         "kinds": [list(kind) for kind in request.kinds],
         "seed": request.seed,
     }
+    return _digest(payload)
+
+
+def _digest(payload: dict[str, object]) -> str:
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
