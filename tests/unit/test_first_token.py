@@ -12,6 +12,8 @@ from tabmem.data import Dataset, DatasetSpec
 from tabmem.errors import ConfigError
 from tabmem.llm.client import LanguageModel
 from tabmem.results import Verdict
+from tabmem.stats.predictors import KINDS
+from tabmem.stats.pvalues import binomial_greater
 
 RNG = random.Random(11)
 ROWS = [f"{RNG.choice('123456789')}{RNG.randint(0, 99)},{RNG.choice('xyz')}" for _ in range(300)]
@@ -111,14 +113,12 @@ def test_too_few_rows_to_score_the_baseline_is_not_applicable():
     assert run(ROWS[:45], baseline_min_rows=40).verdict is Verdict.EVIDENCE
 
 
-def test_each_query_is_compared_with_the_cross_fitted_predictor_on_its_row():
+def test_hits_are_compared_with_the_best_cross_fitted_accuracy():
     result = run(ROWS, truthful=False)
-    chance = result.metrics["baseline_chance"]
-    for record in result.records:
-        expected = 1.0 if record.extra["baseline_right"] else chance
-        assert record.extra["baseline"] == pytest.approx(expected)
-    assert result.baseline == pytest.approx(
-        sum(r.extra["baseline"] for r in result.records) / len(result.records)
+    best = max(result.metrics[f"baseline_{k}"] for k in KINDS)
+    assert result.baseline == pytest.approx(max(best, result.metrics["baseline_chance"]))
+    assert result.p_value == pytest.approx(
+        binomial_greater(result.n_hits, result.n_queries, result.baseline)
     )
     assert result.metrics["baseline_scored_positions"] == len(ROWS) - 3
 

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from tabmem.results import Verdict
-from tabmem.stats.paired import against_baseline, unreachable_reason
+from tabmem.stats.hits import CountRule, HitCount, unreachable_reason
 from tabmem.stats.probes import (
     ChoiceSummary,
     attribute_pool,
@@ -16,6 +16,7 @@ from tabmem.stats.probes import (
     entropy_bits,
     frequency_rule_hit,
     log_frequency,
+    question_baseline,
 )
 
 
@@ -70,27 +71,24 @@ def test_summary_p_value_is_the_binomial_tail_at_chance() -> None:
     assert high == 1.0 and low == pytest.approx(0.025 ** (1 / 10))
 
 
-def _against(hits: list[float], baselines: list[float]):
-    return against_baseline(hits, baselines)
-
-
-def test_verdicts_compare_each_answer_with_its_questions_baseline() -> None:
+def test_verdicts_compare_the_accuracy_with_the_best_data_only_rule() -> None:
+    rule = CountRule(alpha=0.001, weak_alpha=0.01, min_hits=3)
     # 4 questions cannot reach p < 0.001 at chance 0.2: 0.2^4 = 0.0016; 5 can: 0.00032
-    assert "p=0.0016" in unreachable_reason([0.2] * 4, 0.001, 0.1, "x")
-    assert unreachable_reason([0.2] * 5, 0.001, 0.1, "x") == ""
-    assert "less than the minimum effect" in unreachable_reason([0.95] * 40, 0.001, 0.1, "x")
-    # where the rule is right, a right answer is certain under the null: only 0.2^2 is left
-    assert "p=0.04" in unreachable_reason([1.0] * 8 + [0.2] * 2, 0.001, 0.1, "x")
-    right = _against([1.0] * 40, [0.2] * 40)
-    assert choice_verdict(ChoiceSummary(40, 40, 5), right, 0.001, 0.1)[0] == Verdict.EVIDENCE
-    # right exactly where the data-only rule is right (10 of 40), else wrong: no evidence
-    rule = [1.0] * 10 + [0.2] * 30
-    same = _against([1.0] * 10 + [0.0] * 30, rule)
-    assert same.effect == pytest.approx(0.25 - 0.4)
-    assert choice_verdict(ChoiceSummary(10, 40, 5), same, 0.001, 0.1)[0] == Verdict.NO_EVIDENCE
-    # 12 more right answers on the questions the rule gets wrong: 22/40 against 0.4
-    better = _against([1.0] * 22 + [0.0] * 18, rule)
-    assert better.effect == pytest.approx(0.15)
-    verdict, reason = choice_verdict(ChoiceSummary(22, 40, 5), better, 0.001, 0.1)
-    assert verdict == Verdict.AMBIGUOUS and "not significant" in reason
-    assert "baseline of 0.40" in reason
+    assert "p=0.0016" in unreachable_reason(4, 0.2, rule, "x")
+    assert unreachable_reason(5, 0.2, rule, "x") == ""
+    assert "min_hits=3" in unreachable_reason(2, 0.01, rule, "x")
+    # the rule right on 10 of 40 questions, all with one option scored best
+    questions = [([1.0, 0.0, 0.0, 0.0, 0.0], 0)] * 10 + [([0.0, 1.0, 0.0, 0.0, 0.0], 0)] * 30
+    assert question_baseline(questions, 5) == pytest.approx(0.25)
+    assert question_baseline(questions[10:], 5) == pytest.approx(0.2)  # chance when higher
+    right = HitCount(40, 40, 0.25)
+    assert choice_verdict(ChoiceSummary(40, 40, 5), right, rule)[0] == Verdict.EVIDENCE
+    # right exactly where the data-only rule is right: what a model without the rows reaches
+    same = HitCount(10, 40, 0.25)
+    assert choice_verdict(ChoiceSummary(10, 40, 5), same, rule)[0] == Verdict.NO_EVIDENCE
+    # 12 more right answers than the rule: 22/40 against 0.25, p = 4.9e-5
+    verdict, reason = choice_verdict(ChoiceSummary(22, 40, 5), HitCount(22, 40, 0.25), rule)
+    assert verdict == Verdict.EVIDENCE and "baseline rate 0.250" in reason
+    # 18/40: p = 0.0047, between alpha and weak_alpha
+    verdict, reason = choice_verdict(ChoiceSummary(18, 40, 5), HitCount(18, 40, 0.25), rule)
+    assert verdict == Verdict.AMBIGUOUS and "more queries can tell" in reason

@@ -19,6 +19,7 @@ from tabmem.data import Dataset, DatasetSpec
 from tabmem.errors import ConfigError
 from tabmem.llm.client import LanguageModel
 from tabmem.results import Verdict
+from tabmem.stats import hits
 
 RNG = random.Random(5)
 ROWS = [
@@ -163,7 +164,7 @@ def test_holm_adjusts_in_the_given_order():
 def test_two_statistics_share_alpha(monkeypatch):
     # exact rows alone at p=0.007 < 0.01, the similarity test not significant: two tests at
     # alpha each would say evidence; Holm asks 0.007 * 2 < 0.01 of the smaller p-value
-    monkeypatch.setattr(row_completion, "binomial_greater", lambda k, n, p0: 0.007)
+    monkeypatch.setattr(hits, "binomial_greater", lambda k, n, p0: 0.007)
     monkeypatch.setattr(row_completion, "wilcoxon_greater", lambda gains: 0.5)
     result = run("truth")
     assert result.metrics["rows_ordered"] == 0.0
@@ -176,7 +177,7 @@ def test_two_statistics_share_alpha(monkeypatch):
 
 
 def test_one_statistic_on_an_ordered_file_keeps_its_p_value(monkeypatch):
-    monkeypatch.setattr(row_completion, "binomial_greater", lambda k, n, p0: 0.007)
+    monkeypatch.setattr(hits, "binomial_greater", lambda k, n, p0: 0.007)
     text = "code,color,score\n" + "".join(r + "\n" for r in sorted(ROWS))
     result = run("junk", text=text)
     assert "similarity_p_value_holm" not in result.metrics

@@ -48,7 +48,7 @@ def test_alternating_first_tokens_are_predicted_from_the_previous_row():
     assert result.best.accuracy == 1.0
     assert [by_name["gradient_boosted_trees"].predictions[i] for i in (50, 51)] == ["a", "b"]
     assert result.positions == list(range(1, 200))  # every position, the queried ones too
-    assert result.query_baseline(50) == 1.0
+    assert result.rate == 1.0
 
 
 def test_cross_fitted_mode_is_the_share_of_the_mode_over_every_position():
@@ -62,8 +62,7 @@ def test_cross_fitted_mode_is_the_share_of_the_mode_over_every_position():
     assert mode.accuracy == pytest.approx(share)
     assert set(mode.predictions.values()) == {"a"}
     assert result.chance == pytest.approx(share)
-    wrong = next(i for i in result.positions if not result.right(i))
-    assert result.query_baseline(wrong) == pytest.approx(result.chance)
+    assert result.rate == pytest.approx(max(result.chance, result.best.accuracy))
 
 
 def test_tokens_without_pattern_are_not_learnt_from_their_own_rows():

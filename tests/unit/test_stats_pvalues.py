@@ -3,7 +3,6 @@
 import pytest
 
 from tabmem.stats.pvalues import (
-    best_possible_p,
     binomial_greater,
     clopper_pearson,
     mcnemar_greater,
@@ -23,10 +22,6 @@ def test_binomial_edges():
     assert binomial_greater(1, 10, 0.0) == 0.0
     assert binomial_greater(5, 10, 1.0) == 1.0
     assert binomial_greater(1, 0, 0.5) == 1.0
-
-
-def test_best_possible_p_is_all_hits():
-    assert best_possible_p(3, 0.5) == pytest.approx(1 / 8)
 
 
 def test_mcnemar_counts_only_discordant_pairs():

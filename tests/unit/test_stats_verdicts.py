@@ -1,7 +1,7 @@
 """The verdict rule: significant and large is evidence, one of the two is ambiguous."""
 
 from tabmem.results import Verdict
-from tabmem.stats.verdicts import Decision, decide, no_power_reason, strongest
+from tabmem.stats.verdicts import Decision, decide, strongest
 
 
 def test_both_conditions_give_evidence():
@@ -31,10 +31,3 @@ def test_strongest_prefers_evidence_then_the_first():
     mid = Decision(Verdict.AMBIGUOUS, "b")
     assert strongest([weak, mid]) is mid
     assert strongest([weak, Decision(Verdict.NO_EVIDENCE, "c")]) is weak
-
-
-def test_no_power_when_all_hits_cannot_be_significant_or_large():
-    # 0.9 ** 25 = 0.0718 >= 0.01: even 25 of 25 hits would not be significant
-    assert "25 hits of 25" in no_power_reason("it", 25, 0.9, 0.01, 0.05)
-    assert "minimum effect" in no_power_reason("it", 25, 0.95, 0.01, 0.1)
-    assert no_power_reason("it", 25, 0.5, 0.01, 0.1) == ""

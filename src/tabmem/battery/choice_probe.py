@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from tabmem.battery.base import TestContext
-from tabmem.battery.lifecycle import Answer, Lifecycle, Worded
+from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, count_metrics, count_rule
 from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
 from tabmem.data.transforms import KEEP_IDENTITY, transform_name
@@ -32,7 +32,7 @@ from tabmem.prompts.fewshot import fit_to_context
 from tabmem.prompts.observations import dataset_title
 from tabmem.prompts.probe_records import ValueTable
 from tabmem.results import QueryRecord, TestResult
-from tabmem.stats.paired import against_baseline, unreachable_reason
+from tabmem.stats.hits import HitCount, unreachable_reason
 from tabmem.stats.probes import (
     ChoiceSummary,
     attribute_pool,
@@ -96,7 +96,8 @@ class ChoiceSettings(TestSettings):
     pool_fraction: float
     n_options: int
     alpha: float
-    min_effect: float
+    weak_alpha: float
+    min_hits: int
     max_tokens: int
     named: str
     unnamed: str
@@ -176,9 +177,8 @@ class ChoiceProbe(Lifecycle[ChoiceQuestion, ProbeFacts]):
         questions, metrics = self.questions(ctx, table, pool, n_changed)
         if not questions:
             return TestResult.not_applicable(self.name, self.none_drawn, info=info)
-        baselines = [question_baseline(q.rule_scores, q.correct, n_options) for q in questions]
-        alpha, min_effect = p.alpha, p.min_effect
-        cannot = unreachable_reason(baselines, alpha, min_effect, "the right option")
+        baseline = question_baseline([(q.rule_scores, q.correct) for q in questions], n_options)
+        cannot = unreachable_reason(len(questions), baseline, count_rule(p), "the right option")
         if cannot:
             return TestResult.not_applicable(self.name, cannot, info=info)
         return questions, ProbeFacts(metrics, info)
@@ -258,18 +258,15 @@ def _result(
 ) -> TestResult:
     p = ctx.params
     n_options = p.n_options
-    alpha, min_effect = p.alpha, p.min_effect
     hits = sum(int(r.score) for r in records)
     summary = ChoiceSummary(hits, len(records), n_options)
-    baselines = [max(summary.chance, r.extra["rule_hit"]) for r in records]  # = question_baseline
-    against = against_baseline([r.score for r in records], baselines)
-    verdict, reason = choice_verdict(summary, against, alpha, min_effect)
+    data_rule_rate = sum(r.extra["rule_hit"] for r in records) / summary.n
+    count = HitCount(hits, summary.n, max(summary.chance, data_rule_rate))
+    verdict, reason = choice_verdict(summary, count, count_rule(p))
     picked = Counter(r.extra["picked"] for r in records if r.extra["picked"])
     parsed = sum(picked.values())
-    low, high = summary.interval
     rules = Counter(r.extra["parse_rule"] for r in records)
     rule_rate = sum(r.extra["frequency_rule_hit"] for r in records) / summary.n
-    data_rule_rate = sum(r.extra["rule_hit"] for r in records) / summary.n
     return TestResult(
         test=test,
         verdict=verdict,
@@ -277,15 +274,14 @@ def _result(
         n_queries=summary.n,
         n_hits=hits,
         rate=summary.rate,
-        baseline=against.baseline,
-        p_value=against.p_value,
+        baseline=count.baseline,
+        p_value=count.p_value,
         metrics={
             **metrics,
             "n_options": n_options,
             "n_unparseable": rules[UNPARSEABLE],
             "rate_parsed": hits / parsed if parsed else 0.0,
-            "rate_ci_low": low,
-            "rate_ci_high": high,
+            **count_metrics(count),
             "frequency_rule_rate": rule_rate,
             "frequency_rule_p_value": binomial_greater(hits, summary.n, rule_rate),
             "data_rule_rate": data_rule_rate,
@@ -296,10 +292,10 @@ def _result(
         info={
             **info,
             "evidence_rule": (
-                f"accuracy above each question's baseline — the better of chance 1/{n_options} "
-                "and the answer of a nearest-neighbour model of the file without the asked "
-                f"record — by >= {min_effect:g}, exact p < {alpha:g} (Poisson-binomial over the "
-                "per-question baselines)"
+                f"accuracy above the baseline — the better of chance 1/{n_options} and the "
+                "accuracy of a nearest-neighbour model of the file, each question answered "
+                f"without its record — with an exact binomial p < {p.alpha:g} from at least "
+                f"{p.min_hits} right answers"
             ),
             "prompt_form": ctx.prompt_form,
             "parse_rules": dict(rules),

@@ -4,11 +4,13 @@ distribution, which has not read the row, could manage?
 
 For each feature after the first, ``n_per_feature`` queries show the values of the features
 before it in a random real row, as ``Name = value`` lines, and end with ``Feature =``. The answer
-is *valid* when some real row starts with the shown values and has that value next. Each query's
-baseline is the better of two answers that need no memory of the row: a draw from the feature's
-marginal distribution (its chance of being valid is computed exactly from the data) and the
-greedy answer of a nearest-neighbour model of the file fitted without the queried row
-(``tabmem.stats.neighbours``) — valid or not, as a model answering at temperature 0 would be.
+is *valid* when some real row starts with the shown values and has that value next. The baseline
+is what a model without the rows reaches at its best with one of two strategies chosen per
+feature: a draw from the feature's marginal distribution (its chance of being valid is computed
+exactly from the data) or the greedy answer of a nearest-neighbour model of the file fitted
+without the queried row (``tabmem.stats.neighbours``), valid or not, as a model answering at
+temperature 0 would be. The valid answers are tested against that rate by the count rule
+(``tabmem.stats.hits``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,14 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from tabmem.battery.base import TestContext
-from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, register_lifecycle, wording_figures
+from tabmem.battery.lifecycle import (
+    Answer,
+    Lifecycle,
+    Worded,
+    count_rule,
+    register_lifecycle,
+    wording_figures,
+)
 from tabmem.battery.sample import metric_name
 from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
@@ -40,11 +49,10 @@ from tabmem.prompts.observations import (
     row_values,
 )
 from tabmem.results import QueryRecord, TestResult
+from tabmem.stats.hits import HitCount, decide_hits
 from tabmem.stats.neighbours import NeighbourModel
-from tabmem.stats.paired import against_baseline, query_baselines
 from tabmem.stats.prefixes import PrefixIndex, wilson
 from tabmem.stats.samples import data_values
-from tabmem.stats.verdicts import decide
 
 
 @dataclass(frozen=True)
@@ -54,7 +62,8 @@ class ConditionalCompletionSettings(TestSettings):
     n_per_feature: int
     features: list[str] | None
     alpha: float
-    min_gain: float
+    weak_alpha: float
+    min_hits: int
     few_shot: int
     few_shot_pool: list[str]
     system_prompt: str
@@ -163,8 +172,8 @@ def _request(
 
 @dataclass(frozen=True)
 class FeatureRates:
-    """One feature's valid-completion rate, its data-only baseline (the better of a marginal draw
-    and the greedy answer, per query), the marginal draws' rate alone, and the exact p-value."""
+    """One feature's valid-completion rate, its data-only baseline (the better strategy for it:
+    marginal draws or the greedy answer), the marginal draws' rate alone, and the exact p-value."""
 
     feature: str
     position: int
@@ -181,16 +190,23 @@ class FeatureRates:
 
 
 def feature_rates(names: list[str], records: list[QueryRecord]) -> list[FeatureRates]:
-    """Per asked feature: the model's rate with a Wilson interval, the data-only baseline with a
-    normal interval, and the exact p-value of as many valid answers against the per-query
-    baselines (``tabmem.stats.paired``)."""
+    """Per asked feature: the model's rate with a Wilson interval, the data-only baseline with
+    its interval (Wilson for the greedy answers' rate, normal for the marginal draws'), and the
+    exact binomial p-value of as many valid answers against that baseline."""
     out = []
     for position in sorted({r.extra["position"] for r in records}):
         mine = [r for r in records if r.extra["position"] == position]
         valid = sum(int(r.score) for r in mine)
-        chances = np.array([r.extra["baseline"] for r in mine])
-        spread = 1.96 * chances.std(ddof=1) / np.sqrt(len(mine)) if len(mine) > 1 else 0.0
+        chances = np.array([r.extra["marginal_chance"] for r in mine])
+        greedy = sum(bool(r.extra["greedy_valid"]) for r in mine)
         interval = wilson(valid, len(mine))
+        if greedy / len(mine) >= chances.mean():
+            by_greedy = wilson(greedy, len(mine))
+            baseline, low, high = by_greedy.rate, by_greedy.low, by_greedy.high
+        else:
+            spread = 1.96 * chances.std(ddof=1) / np.sqrt(len(mine)) if len(mine) > 1 else 0.0
+            baseline = float(chances.mean())
+            low, high = max(0.0, baseline - spread), min(1.0, baseline + spread)
         out.append(
             FeatureRates(
                 feature=names[position],
@@ -200,13 +216,11 @@ def feature_rates(names: list[str], records: list[QueryRecord]) -> list[FeatureR
                 rate=interval.rate,
                 low=interval.low,
                 high=interval.high,
-                baseline=float(chances.mean()),
-                baseline_low=float(max(0.0, chances.mean() - spread)),
-                baseline_high=float(min(1.0, chances.mean() + spread)),
-                marginal=float(np.mean([r.extra["marginal_chance"] for r in mine])),
-                p_value=against_baseline(
-                    [r.score for r in mine], [r.extra["baseline"] for r in mine]
-                ).p_value,
+                baseline=baseline,
+                baseline_low=float(low),
+                baseline_high=float(high),
+                marginal=float(chances.mean()),
+                p_value=HitCount(valid, len(mine), baseline).p_value,
             )
         )
     return out
@@ -317,7 +331,6 @@ class ConditionalCompletion(Lifecycle[Asked, PrefixFacts]):
                 "marginal_chance": chance,
                 "greedy_answer": greedy,
                 "greedy_valid": greedy_valid,
-                "baseline": query_baselines([chance], [greedy_valid])[0],
             },
         )
 
@@ -334,13 +347,13 @@ class ConditionalCompletion(Lifecycle[Asked, PrefixFacts]):
 def _result(
     ctx: TestContext, names: list[str], records: list[QueryRecord], context: dict[str, Any]
 ) -> TestResult:
-    """Valid answers against the per-query baselines, per feature and overall; the verdict."""
+    """Valid answers against the data-only baseline, per feature and overall; the verdict."""
     p = ctx.params
     rates = feature_rates(names, records)
-    test = against_baseline([r.score for r in records], [r.extra["baseline"] for r in records])
-    alpha, min_gain = p.alpha, p.min_gain
-    decision = decide(
-        "valid completions over the data-only baseline", test.p_value, test.effect, alpha, min_gain
+    baseline = sum(r.baseline * r.n for r in rates) / len(records) if records else 0.0
+    test = HitCount(sum(int(r.score) for r in records), len(records), baseline)
+    decision = decide_hits(
+        "valid completions over the data-only baseline", test, count_rule(p), test.p_value
     )
     reason = (
         f"{test.rate:.0%} of completions are valid against {test.baseline:.0%} for a model of "
@@ -360,7 +373,7 @@ def _result(
         metrics={
             **wording_figures(context),
             "features_asked": len(rates),
-            "features_significant": sum(r.p_value < alpha for r in rates),
+            "features_significant": sum(r.p_value < p.alpha for r in rates),
             "marginal_rate": float(np.mean([r.extra["marginal_chance"] for r in records]))
             if records
             else 0.0,
@@ -373,11 +386,10 @@ def _result(
         },
         info={
             "evidence_rule": (
-                f"valid answers beyond the data-only baselines, exact p < {alpha} "
-                "(Poisson-binomial over the per-query baselines), "
-                f"and valid rate at least {min_gain} above the baseline; the baseline of a query "
-                "is the better of a marginal draw and the greedy answer of a nearest-neighbour "
-                "model of the file fitted without the queried row"
+                f"valid answers beyond the data-only baseline, exact binomial p < {p.alpha} "
+                f"from at least {p.min_hits} valid answers; the baseline is, per feature, the "
+                "better of marginal draws and the greedy answers of a nearest-neighbour model "
+                "of the file fitted without the queried row"
             ),
             "prompt_form": ctx.prompt_form,
         },

@@ -4,11 +4,13 @@ value of a highly unique one?
 The prompt lists a random row's features as ``Feature = Value`` lines, leaving out one
 feature with many distinct values (a name, a measurement with many decimals), and ends with
 ``Feature =``. Many distinct values do not make a feature unguessable: iris' petal length
-follows from the species and the petal width. So each query's baseline is the better of a
-guess from the feature's distribution (a draw, or its mode) and the greedy answer of a
-nearest-neighbour model of the other features fitted without the queried row: an exact answer
-beyond what such a model gets points to memory of the row. A feature that model predicts too
-well leaves no room for memory to show, and the test does not apply.
+follows from the species and the petal width. So the baseline is what a model without the rows
+reaches at its best: the better of a guess from the feature's distribution (a draw, or its
+mode) and the accuracy of the greedy answer of a nearest-neighbour model of the other features,
+each row predicted without itself, measured on ``predictor_rows`` sampled rows and the queried
+ones. Exact answers beyond that rate point to memory of the rows (``tabmem.stats.hits``). A
+feature that model predicts too well leaves no room for memory to show, and the test does not
+apply.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from tabmem.battery.lifecycle import (
     Recorded,
     Rescorable,
     Worded,
-    against_query_baselines,
+    against_best_predictor,
+    count_rule,
     register_lifecycle,
     wording_figures,
 )
@@ -36,9 +39,9 @@ from tabmem.prompts.fewshot import chat_messages, few_shot_datasets, fit_to_cont
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.answers import feature_answer, values_match
 from tabmem.stats.baselines import MarginalMatch, marginal_match
+from tabmem.stats.hits import unreachable_reason
 from tabmem.stats.neighbours import NeighbourModel
-from tabmem.stats.paired import query_baselines
-from tabmem.stats.pvalues import binomial_greater
+from tabmem.stats.pvalues import binomial_greater, mcnemar_greater
 from tabmem.stats.uniqueness import (
     UniqueFeature,
     duplicate_row_fraction,
@@ -46,7 +49,6 @@ from tabmem.stats.uniqueness import (
     text_columns,
     unique_fraction,
 )
-from tabmem.stats.verdicts import no_power_reason
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,8 @@ class FeatureCompletionSettings(TestSettings):
     feature: str | None
     min_unique_fraction: float
     alpha: float
-    min_effect: float
+    weak_alpha: float
+    min_hits: int
     predictor_rows: int
     extra_tokens: int
     few_shot: int
@@ -222,14 +225,15 @@ def _feature_reason(chosen: UniqueFeature | None, named: bool, minimum: float) -
 
 @dataclass(frozen=True)
 class FeatureFacts:
-    """What the decision needs: the feature, the two data-only guesses, and how well the
-    predictor did on a sample of rows before any question was asked."""
+    """What the decision needs: the feature, the two data-only guesses, and the baseline: the
+    better of the marginal guess and the predictor's accuracy on sampled and queried rows."""
 
     columns: Mapping[str, list[str]]
     chosen: UniqueFeature
     named: bool
     chance: MarginalMatch
     predictor: Predictor
+    baseline: float
     sampled: dict[str, float]
 
 
@@ -256,7 +260,6 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
         self, ctx: TestContext, queries: Sequence[FeatureQuestion]
     ) -> FeatureFacts | TestResult:
         p = ctx.params
-        alpha, min_effect = p.alpha, p.min_effect
         columns = text_columns(ctx.dataset)
         named = p.feature
         chosen = choose_feature(columns, named)
@@ -266,16 +269,17 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
         chance = marginal_match(columns[chosen.name])
         predictor = Predictor.of(columns, chosen.name)
         n_rows = len(ctx.dataset.rows)
-        checked = random.Random(ctx.seed + 3).sample(range(n_rows), min(p.predictor_rows, n_rows))
+        sampled = random.Random(ctx.seed + 3).sample(range(n_rows), min(p.predictor_rows, n_rows))
+        checked = sorted(set(sampled) | {q.row for q in queries})
         predicted = predictor.accuracy(columns, checked)
         baseline = max(chance.rate, predicted)
-        reason = no_power_reason(f"{chosen.name}", len(queries), baseline, alpha, min_effect)
+        reason = unreachable_reason(len(queries), baseline, count_rule(p), chosen.name)
         if reason:
             figures = {"predictor_accuracy": predicted, "marginal_rate": chance.rate}
             info = {"feature": chosen.name, **figures}
             return TestResult.not_applicable(TEST, reason, info=info)
-        sampled = {"predictor_accuracy_sampled": predicted, "predictor_rows_sampled": len(checked)}
-        return FeatureFacts(columns, chosen, bool(named), chance, predictor, sampled)
+        figures = {"predictor_accuracy_sampled": predicted, "predictor_rows_sampled": len(checked)}
+        return FeatureFacts(columns, chosen, bool(named), chance, predictor, baseline, figures)
 
     def word(
         self, ctx: TestContext, queries: Sequence[FeatureQuestion], facts: FeatureFacts
@@ -293,8 +297,8 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
     def score(
         self, ctx: TestContext, facts: FeatureFacts, answer: Answer[FeatureQuestion]
     ) -> QueryRecord:
-        """The value the answer gives, whether it is the true one, and the query's baseline
-        (the better of a marginal guess and the data-only greedy answer)."""
+        """The value the answer gives, whether it is the true one, and whether the data-only
+        greedy answer is right on this row."""
         asked, response = answer.query, answer.response
         feature = facts.chosen.name
         given = "" if response.error else feature_answer(response.text, feature)
@@ -310,7 +314,6 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
                 "prefix": asked.prompt,
                 "answer": given,
                 "predictor_right": predictor_right,
-                "baseline": query_baselines([facts.chance.rate], [predictor_right])[0],
             },
         )
 
@@ -325,17 +328,21 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
         chosen, chance = facts.chosen, facts.chance
         n = len(records)
         hits = int(sum(r.score for r in records))
-        return against_query_baselines(
+        model_only = sum(r.score == 1 and not r.extra["predictor_right"] for r in records)
+        predictor_only = sum(r.score == 0 and r.extra["predictor_right"] for r in records)
+        return against_best_predictor(
             ctx,
             TEST,
             f"exact values of {chosen.name} over the data-only baseline",
             records,
+            facts.baseline,
             metrics={
                 "unique_fraction": chosen.unique_fraction,
                 "baseline_marginal_draw": chance.draw_rate,
                 "baseline_mode": chance.mode_rate,
                 "baseline_predictor": sum(r.extra["predictor_right"] for r in records) / n,
                 "binomial_p_value_marginal": binomial_greater(hits, n, chance.rate),
+                "mcnemar_p_value": mcnemar_greater(model_only, predictor_only),
                 **facts.sampled,
                 "duplicate_row_fraction": duplicate_row_fraction(ctx.dataset.rows),
                 **wording_figures(context),
@@ -346,11 +353,10 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
                     "config (test.feature)" if facts.named else "most distinct values"
                 ),
                 "evidence_rule": (
-                    "evidence when exact values beat each query's baseline — the better of the "
-                    "marginal guess (a draw or the mode) and the greedy answer of a "
-                    "nearest-neighbour model of the other features fitted without the row — by "
-                    "at least min_effect, with an exact p < alpha (Poisson-binomial over the "
-                    "per-query baselines)"
+                    "evidence when exact values beat the baseline — the better of the marginal "
+                    "guess (a draw or the mode) and the accuracy of the greedy answer of a "
+                    "nearest-neighbour model of the other features, each row predicted without "
+                    "itself — with an exact binomial p < alpha from at least min_hits hits"
                 ),
             },
         )

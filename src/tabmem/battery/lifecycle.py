@@ -23,9 +23,8 @@ from tabmem.errors import ConfigError
 from tabmem.llm.base import LOGPROBS, FitRequest, Request, Response
 from tabmem.llm.logprobs import no_logprobs_reason
 from tabmem.results import QueryRecord, TestResult
-from tabmem.stats.paired import against_baseline
+from tabmem.stats.hits import CountRule, HitCount, decide_hits
 from tabmem.stats.pvalues import clopper_pearson
-from tabmem.stats.verdicts import decide
 
 Q = TypeVar("Q")
 F = TypeVar("F")
@@ -233,34 +232,52 @@ def wording_figures(context: dict[str, Any]) -> dict[str, float]:
     return {k: v for k, v in context.items() if isinstance(v, int | float)}
 
 
-def against_query_baselines(
+def against_best_predictor(
     ctx: TestContext,
     name: str,
     statistic: str,
     records: Sequence[QueryRecord],
+    baseline: float,
     metrics: dict[str, float],
     info: dict[str, Any],
     tables: dict[str, Any] | None = None,
 ) -> TestResult:
-    """The decision of a test whose every query has its own data-only baseline (its record's
-    ``extra["baseline"]``): hits against those baselines by the exact Poisson-binomial test,
-    then the shared rule (``stats.verdicts``) at the test's ``alpha`` and ``min_effect``."""
+    """The decision of a test whose hits are compared with the rate a data-only model reaches
+    at its best (``baseline``): the exact binomial test and the count rule
+    (``tabmem.stats.hits``) at the test's ``alpha``, ``weak_alpha`` and ``min_hits``."""
     n = len(records)
-    hits = int(sum(r.score for r in records))
-    test = against_baseline([r.score for r in records], [r.extra["baseline"] for r in records])
-    decision = decide(statistic, test.p_value, test.effect, ctx.params.alpha, ctx.params.min_effect)
-    low, high = clopper_pearson(hits, n)
+    count = HitCount(int(sum(r.score for r in records)), n, baseline)
+    decision = decide_hits(statistic, count, count_rule(ctx.params), count.p_value)
     return TestResult(
         test=name,
         verdict=decision.verdict,
         reason=decision.reason,
         n_queries=n,
-        n_hits=hits,
-        rate=hits / n,
-        baseline=test.baseline,
-        p_value=test.p_value,
-        metrics={"rate_ci_low": low, "rate_ci_high": high, **metrics},
+        n_hits=count.hits,
+        rate=count.rate,
+        baseline=baseline,
+        p_value=count.p_value,
+        metrics={**count_metrics(count), **metrics},
         info=info,
         records=list(records),
         tables=tables or {},
     )
+
+
+def count_metrics(count: HitCount) -> dict[str, float]:
+    """The rate's and the share's 95 % intervals, as a count test's metrics."""
+    low, high = clopper_pearson(count.hits, count.n)
+    share_low, share_high = count.share_interval()
+    return {
+        "rate_ci_low": low,
+        "rate_ci_high": high,
+        "share_beyond_baseline": count.share(),
+        "share_ci_low": share_low,
+        "share_ci_high": share_high,
+    }
+
+
+def count_rule(params: Any) -> CountRule:
+    """The count rule's thresholds from a test's settings (``alpha``, ``weak_alpha``,
+    ``min_hits``: ``tabmem.stats.hits``)."""
+    return CountRule(params.alpha, params.weak_alpha, params.min_hits)

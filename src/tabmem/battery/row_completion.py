@@ -23,6 +23,8 @@ from tabmem.battery.lifecycle import (
     Recorded,
     Rescorable,
     Worded,
+    count_metrics,
+    count_rule,
     register_lifecycle,
     wording_figures,
 )
@@ -36,11 +38,12 @@ from tabmem.prompts.fewshot import chat_messages, few_shot_datasets, fit_to_cont
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.answers import first_csv_row, row_matches
 from tabmem.stats.baselines import ExactRowBaseline, exact_row_baseline
+from tabmem.stats.hits import HitCount, decide_hits, unreachable_reason
 from tabmem.stats.independence import RowOrder, row_order_check
-from tabmem.stats.pvalues import binomial_greater, clopper_pearson, wilcoxon_greater
+from tabmem.stats.pvalues import wilcoxon_greater
 from tabmem.stats.scoring import levenshtein_similarity
 from tabmem.stats.uniqueness import duplicate_row_fraction, text_columns
-from tabmem.stats.verdicts import decide, no_power_reason, strongest
+from tabmem.stats.verdicts import decide, strongest
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,8 @@ class RowCompletionSettings(TestSettings):
     n_queries: int
     prefix_rows: int
     alpha: float
-    min_effect: float
+    weak_alpha: float
+    min_hits: int
     min_similarity_gain: float
     random_rows: int
     order_permutations: int
@@ -299,8 +303,7 @@ class RowCompletion(WindowTest[RowFacts]):
         columns = list(text_columns(ctx.dataset).values())
         baseline = exact_row_baseline(ctx.dataset.rows, columns, seed=ctx.seed)
         order = row_order(ctx)
-        alpha, min_effect = p.alpha, p.min_effect
-        no_power = no_power_reason("the next row", len(queries), baseline.rate, alpha, min_effect)
+        no_power = unreachable_reason(len(queries), baseline.rate, count_rule(p), "the next row")
         if no_power and order.ordered:
             info = {"rows_ordered": True}
             return TestResult.not_applicable(self.name, no_power, info=info)
@@ -338,18 +341,17 @@ class RowCompletion(WindowTest[RowFacts]):
     ) -> TestResult:
         """Exact-match test, similarity test where the rows are in random order, Holm."""
         p = ctx.params
-        alpha, min_effect = p.alpha, p.min_effect
         baseline, order = facts.baseline, facts.order
         n = len(records)
         hits = int(sum(r.score for r in records))
         rate = hits / n
-        exact_p = binomial_greater(hits, n, baseline.rate)
+        count = HitCount(hits, n, baseline.rate)
+        exact_p = count.p_value
         sim_figures = _similarity_figures(records, order)
         similarity = "similarity_p_value" in sim_figures
         raw = [exact_p, sim_figures["similarity_p_value"]] if similarity else [exact_p]
         adjusted = holm(raw)
-        gain = rate - baseline.rate
-        decisions = [decide("exact next rows", adjusted[0], gain, alpha, min_effect)]
+        decisions = [decide_hits("exact next rows", count, count_rule(p), adjusted[0])]
         if similarity:
             sim_figures["similarity_p_value_holm"] = adjusted[1]
             decisions.append(
@@ -357,12 +359,11 @@ class RowCompletion(WindowTest[RowFacts]):
                     "Levenshtein similarity to the true row over random rows",
                     adjusted[1],
                     sim_figures["similarity_gain"],
-                    alpha,
+                    p.alpha,
                     p.min_similarity_gain,
                 )
             )
         decision = strongest(decisions)
-        low, high = clopper_pearson(hits, n)
         return TestResult(
             test=self.name,
             verdict=decision.verdict,
@@ -373,8 +374,7 @@ class RowCompletion(WindowTest[RowFacts]):
             baseline=baseline.rate,
             p_value=adjusted[0],
             metrics={
-                "rate_ci_low": low,
-                "rate_ci_high": high,
+                **count_metrics(count),
                 "exact_p_value": exact_p,
                 "exact_p_value_holm": adjusted[0],
                 "baseline_mode_row": baseline.mode_row,
@@ -403,8 +403,9 @@ class RowCompletion(WindowTest[RowFacts]):
 
 
 _RULE = (
-    "evidence when exact next rows beat the data-only baseline with p < alpha by at least "
-    "min_effect, or (rows in random order only) the mean similarity to the true row beats "
-    "the similarity to random rows with p < alpha by at least min_similarity_gain; where both "
+    "evidence when exact next rows beat the best data-only guess (mode row, previous row, "
+    "marginal draws) with p < alpha from at least min_hits hits, or (rows in random order "
+    "only) the mean similarity to the true row beats the similarity to random rows with "
+    "p < alpha by at least min_similarity_gain; where both "
     "statistics are tested, their p-values are Holm-adjusted (family-wise rate alpha)"
 )

@@ -27,7 +27,7 @@ import pandas as pd
 from scipy import stats
 
 from tabmem.battery.base import TestContext
-from tabmem.battery.lifecycle import Answer, F, Lifecycle, Worded, register_lifecycle
+from tabmem.battery.lifecycle import Answer, F, Lifecycle, Worded, count_rule, register_lifecycle
 from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
 from tabmem.llm.base import GenerationParams, Request
@@ -43,6 +43,7 @@ from tabmem.prompts.observations import (
     row_values,
 )
 from tabmem.results import QueryRecord, TestResult, Verdict
+from tabmem.stats.hits import CountRule, HitCount, decide_hits
 from tabmem.stats.samples import (
     CodedTable,
     best_matches,
@@ -63,7 +64,8 @@ class SampleSettings(TestSettings):
     temperature: float
     max_tokens: int | None
     alpha: float
-    min_copy_rate: float
+    weak_alpha: float
+    min_hits: int
     chance_draws: int
     real_rows: int
     few_shot: int
@@ -358,25 +360,20 @@ def sample_statistics(
     )
 
 
-def _verdict(s: SampleStatistics, alpha: float, min_copy_rate: float) -> tuple[Verdict, str]:
+def _verdict(s: SampleStatistics, rule: CountRule) -> tuple[Verdict, str]:
+    """Copies by the count rule (``tabmem.stats.hits``); short of a signal there, samples
+    closer to real rows than real rows are to each other are ``ambiguous``."""
     if s.n_complete == 0:
         return Verdict.NO_EVIDENCE, "no sample named every feature, so none could be compared"
-    rate = s.copies / s.n_queries
-    figures = (
-        f"{s.copies}/{s.n_queries} samples copy a real row (chance {s.copy_chance:.2g}, "
-        f"p={s.copy_p_value:.2g})"
-    )
-    if s.copy_p_value < alpha and rate >= min_copy_rate:
-        return Verdict.EVIDENCE, f"{figures}: copies well above chance"
-    if s.copy_p_value < alpha:
-        return Verdict.AMBIGUOUS, f"{figures}: above chance, but fewer than {min_copy_rate:.0%}"
-    if s.closeness_p_value < alpha:
+    count = HitCount(s.copies, s.n_queries, s.copy_chance)
+    decision = decide_hits("samples that copy a real row", count, rule, s.copy_p_value)
+    if decision.verdict == Verdict.NO_EVIDENCE and s.closeness_p_value < rule.alpha:
         return Verdict.AMBIGUOUS, (
-            f"{figures}; yet samples share more features with their closest real row "
+            f"{decision.reason}; yet samples share more features with their closest real row "
             f"({s.best_match_samples:.2f}) than real rows do ({s.best_match_real:.2f}, "
             f"p={s.closeness_p_value:.2g})"
         )
-    return Verdict.NO_EVIDENCE, f"{figures}: no more copies than chance"
+    return decision.verdict, decision.reason
 
 
 @register_lifecycle
@@ -404,7 +401,7 @@ def _sample_result(ctx: TestContext, draw: SampleDraw) -> TestResult:
         p.chance_draws,
         p.real_rows,
     )
-    verdict, reason = _verdict(s, p.alpha, p.min_copy_rate)
+    verdict, reason = _verdict(s, count_rule(p))
     metrics = {
         **draw.counts(),
         "copies": s.copies,
@@ -429,8 +426,7 @@ def _sample_result(ctx: TestContext, draw: SampleDraw) -> TestResult:
         info={
             "evidence_rule": (
                 "copies of real rows significantly above the chance of independent marginal "
-                f"draws (p < {p.alpha}) and at least {p.min_copy_rate}"
-                " of the samples"
+                f"draws (binomial p < {p.alpha}), at least {p.min_hits} of them"
             ),
             "temperature": draw.temperature,
             "invalid_samples": dict(draw.problems()),

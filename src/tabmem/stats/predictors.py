@@ -44,7 +44,7 @@ class FirstTokenBaseline:
     """All predictors' results, the best one first among equals, and the data they used.
 
     ``chance`` is the marginal rate of the first tokens (the better of a random draw and the
-    most frequent token): the floor of a query's baseline where the best predictor is wrong.
+    most frequent token).
     """
 
     predictors: list[PredictorResult]
@@ -57,13 +57,15 @@ class FirstTokenBaseline:
     def best(self) -> PredictorResult:
         return max(self.predictors, key=lambda p: p.accuracy)
 
+    @property
+    def rate(self) -> float:
+        """What a model without the rows reaches at its best: the best predictor's
+        cross-fitted accuracy, or the marginal rate where that is higher."""
+        return max(self.chance, self.best.accuracy)
+
     def right(self, position: int) -> bool:
         """Whether the best predictor, fitted without ``position``, gets its token right."""
         return self.best.predictions[position] == self.truth[position]
-
-    def query_baseline(self, position: int) -> float:
-        """The query's baseline: 1 where the best predictor is right, else the chance rate."""
-        return max(self.chance, float(self.right(position)))
 
     def table(self) -> pd.DataFrame:
         return pd.DataFrame(

@@ -12,9 +12,10 @@ about, what a model that knows only the marginal distributions would score, and 
   (``NeighbourModel.choice_scores``): what knowledge of the joint distribution buys. Real
   records are more plausible than records with values from other rows, so this rule beats
   chance on most files without having seen any record asked about.
-- The verdict compares each answer with its question's baseline, the better of chance
-  1 / (number of options) and the data-only rule's expected hit (the exact Poisson-binomial
-  tail, ``tabmem.stats.paired``); the binomial p-value against chance alone is kept as a figure.
+- The verdict compares the accuracy with what a model without the records reaches at its
+  best: the better of chance 1 / (number of options) and the data-only rule's expected accuracy
+  on the questions asked (the exact binomial tail and the count rule of ``tabmem.stats.hits``);
+  the binomial p-value against chance alone is kept as a figure.
 """
 
 from __future__ import annotations
@@ -25,9 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tabmem.results import Verdict
-from tabmem.stats.paired import PairedBaseline
+from tabmem.stats.hits import CountRule, HitCount, decide_hits
 from tabmem.stats.pvalues import binomial_greater, clopper_pearson
-from tabmem.stats.verdicts import decide
 
 
 def entropy_bits(values: Sequence[str]) -> float:
@@ -90,19 +90,18 @@ class ChoiceSummary:
         return clopper_pearson(self.hits, self.n)
 
 
-def question_baseline(rule_scores: Sequence[float], correct: int, n_options: int) -> float:
-    """A question's baseline: the better of chance and the data-only rule's expected hit."""
-    return max(1.0 / n_options, frequency_rule_hit(rule_scores, correct))
+def question_baseline(questions: Sequence[tuple[Sequence[float], int]], n_options: int) -> float:
+    """The baseline of questions given as (the data-only rule's option scores, the right
+    option): the better of chance and the rule's expected accuracy over them."""
+    if not questions:
+        return 1.0 / n_options
+    rule = sum(frequency_rule_hit(scores, correct) for scores, correct in questions)
+    return max(1.0 / n_options, rule / len(questions))
 
 
-def choice_verdict(
-    summary: ChoiceSummary, against: PairedBaseline, alpha: float, min_effect: float
-) -> tuple[Verdict, str]:
-    """``evidence`` when accuracy beats the per-question baselines with p < ``alpha`` by
-    ``min_effect`` or more (whether that can happen at all is checked before asking)."""
-    figures = (
-        f"accuracy {summary.hits}/{summary.n} against a baseline of {against.baseline:.2f} "
-        f"(chance {summary.chance:.2f}, or the data-only rule where it is right)"
-    )
-    decision = decide(figures, against.p_value, against.effect, alpha, min_effect)
+def choice_verdict(summary: ChoiceSummary, count: HitCount, rule: CountRule) -> tuple[Verdict, str]:
+    """``evidence`` when the accuracy beats the baseline by the count rule (whether that can
+    happen at all is checked before asking)."""
+    what = f"right options (chance {summary.chance:.2f}, or the data-only rule where higher)"
+    decision = decide_hits(what, count, rule, count.p_value)
     return decision.verdict, decision.reason

@@ -23,14 +23,6 @@ def binomial_greater(k: int, n: int, p0: float) -> float:
     return float(stats.binom.sf(k - 1, n, p0))
 
 
-def best_possible_p(n: int, p0: float) -> float:
-    """The smallest p-value ``n`` queries can give against ``p0`` (all ``n`` hits): p0 ** n.
-
-    When even that is not below the significance level, the test has no power on this file.
-    """
-    return binomial_greater(n, n, p0)
-
-
 def mcnemar_greater(model_only: int, baseline_only: int) -> float:
     """Exact one-sided McNemar test on paired hits: is the model right more often than the
     baseline where the two disagree? ``model_only`` / ``baseline_only`` count the queries
