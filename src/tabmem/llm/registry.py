@@ -23,15 +23,22 @@ class OracleBackend:
     across runs; the HTTP path is nevertheless exercised on every fresh query.
     """
 
-    def __init__(self, oracle: str, name: str, timeout: float) -> None:
+    def __init__(
+        self, oracle: str, name: str, timeout: float, recall: Mapping[str, Any] | None = None
+    ) -> None:
         from tabmem.llm.litellm_backend import LiteLLMBackend
         from tabmem.llm.oracle import ORACLES, OracleServer, load_available_datasets
+        from tabmem.llm.oracle.partial import PartialOracle
 
-        model_id = f"oracle-{oracle}"
-        if model_id not in ORACLES:
+        model_id, version = f"oracle-{oracle}", ""
+        if oracle == "partial":
+            model_id, version = _partial_id(recall or {}), PartialOracle.version
+        elif model_id in ORACLES:
+            version = ORACLES[model_id].version
+        else:
             raise ConfigError(
                 f"Unknown oracle '{oracle}'; the oracles are: "
-                f"{', '.join(name.removeprefix('oracle-') for name in ORACLES)}."
+                f"{', '.join(name.removeprefix('oracle-') for name in ORACLES)}, partial."
             )
         self.server = OracleServer(load_available_datasets())
         self.server.start()
@@ -43,7 +50,6 @@ class OracleBackend:
             timeout=timeout,
             stream=True,
         )
-        version = ORACLES[model_id].version
         self.identity = {"provider": "oracle", "model": model_id, "version": version}
 
     def chat(self, messages: list[Message], params: GenerationParams) -> str:
@@ -64,6 +70,21 @@ class OracleBackend:
 
     def close(self) -> None:
         self.server.stop()
+
+
+def _partial_id(recall: Mapping[str, Any]) -> str:
+    """The served name of the partial memorizer a config's ``recall`` section describes."""
+    from tabmem.llm.oracle.partial import Recall
+
+    try:
+        return Recall(
+            float(recall["share"]), int(recall["seed"]), str(recall.get("rows", "random"))
+        ).model_id
+    except (KeyError, TypeError, ValueError) as error:
+        raise ConfigError(
+            f"oracle: partial needs recall.share (0 to 1), recall.seed and recall.rows "
+            f"(random or first): {error}"
+        ) from None
 
 
 def _weights_path(cfg: Mapping[str, Any], weights_dir: Path) -> Path:
@@ -116,7 +137,9 @@ def build_backend(
             stream=bool(cfg.get("stream", False)),
         )
     if kind == "oracle":
-        return OracleBackend(oracle=cfg["oracle"], name=name, timeout=timeout)
+        return OracleBackend(
+            oracle=cfg["oracle"], name=name, timeout=timeout, recall=cfg.get("recall")
+        )
     if kind == "transformers":
         from tabmem.llm.transformers_backend import TransformersBackend
 

@@ -5,7 +5,8 @@ Serving the oracles over real HTTP lets the harness reach them the way it reache
 
 Endpoints: ``GET /v1/models``, ``POST /v1/chat/completions`` and ``POST /v1/completions``, with
 OpenAI's request and response shapes. ``model`` picks the oracle (``oracle-memorizer``,
-``oracle-marginal``, ``oracle-null``, ``oracle-learner``). A chat request's prompt text is its
+``oracle-marginal``, ``oracle-null``, ``oracle-learner``, or a partial memorizer such as
+``oracle-partial-random-0.2-s0``: tabmem.llm.oracle.partial). A chat request's prompt text is its
 last user message.
 Without ``max_tokens`` a completion gets 16 tokens (OpenAI's default) and a chat reply 4096.
 Token counts in ``usage`` are characters / 4, rounded up, like the oracles' own tokens.
@@ -43,6 +44,7 @@ from tabmem.llm.oracle.models import (
     last_user_text,
     message_text,
 )
+from tabmem.llm.oracle.partial import PartialOracle, Recall
 
 DEFAULT_MAX_TOKENS = {"chat": 4096, "completion": 16}
 
@@ -205,9 +207,23 @@ class OracleServer(LocalServer):
     def __init__(self, datasets: Sequence[Dataset] | None = None, port: int = 0) -> None:
         datasets = load_available_datasets() if datasets is None else list(datasets)
         self.oracles: dict[str, Oracle] = {name: cls(datasets) for name, cls in ORACLES.items()}
+        self._datasets = datasets
         super().__init__(port)
         self._count = 0
         self._lock = threading.Lock()
+
+    def oracle(self, model: object) -> Oracle | None:
+        """The oracle a request's ``model`` names: a fixed one, or a partial memorizer built on
+        its first request (``oracle-partial-random-0.2-s0``); None for an unknown name."""
+        if not isinstance(model, str):
+            return None
+        with self._lock:
+            if model not in self.oracles:
+                recall = Recall.parse(model)
+                if recall is None:
+                    return None
+                self.oracles[model] = PartialOracle(self._datasets, recall)
+            return self.oracles[model]
 
     @property
     def request_count(self) -> int:
@@ -244,7 +260,7 @@ class OracleServer(LocalServer):
 
     def _generate(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
         model = body.get("model")
-        oracle = self.oracles.get(model) if isinstance(model, str) else None
+        oracle = self.oracle(model)
         if oracle is None:
             raise ApiError(
                 HTTPStatus.NOT_FOUND,
