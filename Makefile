@@ -103,11 +103,14 @@ PAPER_ARGS ?=
 paper-tables: install-demo
 	$(PY) scripts/paper_tables.py $(PAPER_ARGS)
 
-# The calibration grid and its table (docs/calibration.md): hours with the embedded models;
-# CALIBRATE_ARGS="+calibrate=reference,reference-twins" runs the reference models alone (minutes).
+# The calibration grid, the power grid and their tables (docs/calibration.md): hours with the
+# embedded models; CALIBRATE_ARGS="+calibrate=reference,reference-twins" runs the reference
+# models alone (minutes). POWER_ARGS passes overrides to the power grid (partial memorizers).
 CALIBRATE_ARGS ?=
+POWER_ARGS ?=
 calibrate: install
 	$(PY) run.py +grid=calibrate progress=false show_queries=false $(CALIBRATE_ARGS)
+	$(PY) run.py +grid=power progress=false show_queries=false $(POWER_ARGS)
 	$(PY) scripts/calibration_table.py
 
 data-check: install-demo

@@ -9,6 +9,9 @@ Every finished cell of the calibration grid has a role:
   seen); a language model (not an oracle, which knows every shipped file) on
   ``synthetic-novel``; a contamination-lab checkpoint on a dataset it never read.
 - **positive**: the ``oracle-memorizer`` on a real file; a lab checkpoint on a dataset it read.
+- **power**: a model that knows part of a file (``oracle-partial``: a share of its rows;
+  ``oracle-first-rows``: its first rows) on that file: the power table by share
+  (``tabmem.report.power``), kept apart from the full memorizer's true-positive rate.
 
 For each test of rows seen the table gives the false-positive rate (``evidence`` cells /
 applicable negative cells) and the true-positive rate, each with a Clopper-Pearson 95 %
@@ -28,8 +31,9 @@ import pandas as pd
 
 from tabmem.errors import TabmemError
 from tabmem.lab.report import lab_cells
-from tabmem.report.writers import ReportTable, write_table
-from tabmem.stats.pvalues import clopper_pearson
+from tabmem.report.power import power_figure, power_tables
+from tabmem.report.rates import evidence_rate, interval_text, share_text
+from tabmem.report.writers import ReportTable, write_figure, write_table
 
 ROWS_SEEN = (
     "header",
@@ -53,10 +57,12 @@ KNOWLEDGE = (
 )
 """Tests whose ``evidence`` claims knowledge of the dataset's names, values or distribution."""
 KNOW_NO_ROWS = ("oracle-null", "oracle-marginal", "oracle-learner")
+KNOW_PART = ("oracle-partial", "oracle-first-rows")
+DISTINCT = ("suite", "param.seed", "param.model.recall.share", "param.model.recall.rows")
+"""Run columns that tell calibration cells apart besides model, dataset, test and transform:
+the power grid runs each cell at several shares, seeds and query counts."""
 NOVEL = "synthetic-novel"
 CALIBRATION_EXPERIMENT = "calibrate"
-EVIDENCE = "evidence"
-NOT_APPLICABLE = "not_applicable"
 
 
 @dataclass(frozen=True)
@@ -80,28 +86,49 @@ def cell_role(model: str, dataset: str, transform: str) -> Role | None:
         return Role("negative", f"{model} on {NOVEL}")
     if model == "oracle-memorizer" and dataset != NOVEL:
         return Role("positive", "oracle-memorizer on real files")
+    if model in KNOW_PART and dataset != NOVEL:
+        return Role("power", f"{model} on real files")
     return None
 
 
 def calibration_cells(runs: pd.DataFrame) -> pd.DataFrame:
     """Every cell with a role: model, dataset, test, transform, verdict, role, group, run_id."""
-    columns = ["model", "dataset", "test", "transform", "verdict", "role", "group", "run_id"]
+    columns = [
+        *("model", "dataset", "test", "transform", "verdict", "role", "group", "run_id"),
+        *("share", "seed", "suite"),
+    ]
     rows = []
     for _, run in runs.iterrows():
         if str(run["model"]).startswith("lab-"):
             continue
         role = cell_role(str(run["model"]), str(run["dataset"]), str(run["transform"]))
         if role is not None:
+            share = _number(run.get("param.model.recall.share"))
+            group = role.group
+            if role.kind == "power" and share is not None:
+                group = f"{run['model']} knowing {share:g} of the rows"
             rows.append(
                 {
                     **{c: run[c] for c in ("model", "dataset", "test", "transform", "verdict")},
                     "role": role.kind,
-                    "group": role.group,
+                    "group": group,
                     "run_id": run["run_id"],
+                    "share": share,
+                    "seed": _number(run.get("param.seed")),
+                    "suite": run.get("suite"),
                 }
             )
     rows += lab_roles(runs)
     return pd.DataFrame(rows, columns=columns)
+
+
+def _number(value: object) -> float | None:
+    """A run's parameter as a number, or None where the run has none."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return None if number != number else number
 
 
 def lab_roles(runs: pd.DataFrame) -> list[dict]:
@@ -128,27 +155,6 @@ def lab_roles(runs: pd.DataFrame) -> list[dict]:
     return rows
 
 
-def _rate(cells: pd.DataFrame) -> dict[str, object]:
-    """Evidence cells over applicable cells, its interval, and the cells with evidence."""
-    applicable = cells[cells["verdict"] != NOT_APPLICABLE]
-    hits = applicable[applicable["verdict"] == EVIDENCE]
-    low, high = clopper_pearson(len(hits), len(applicable))
-    rate = len(hits) / len(applicable) if len(applicable) else float("nan")
-    named = [
-        f"{r.model} × {r.dataset}" + (" (twin)" if r.transform == "twin" else "")
-        for r in hits.itertuples()
-    ]
-    return {
-        "evidence": len(hits),
-        "applicable": len(applicable),
-        "not_applicable": len(cells) - len(applicable),
-        "rate": rate,
-        "low": low,
-        "high": high,
-        "cells": "; ".join(sorted(named)),
-    }
-
-
 def calibration_frame(cells: pd.DataFrame, tests: Sequence[str] = ROWS_SEEN) -> pd.DataFrame:
     """One row per test: false-positive rate on the negatives, true-positive rate on the
     positives, each with its interval, counts and the cells with evidence."""
@@ -157,16 +163,16 @@ def calibration_frame(cells: pd.DataFrame, tests: Sequence[str] = ROWS_SEEN) -> 
         mine = cells[cells["test"] == test]
         if mine.empty:
             continue
-        negative = _rate(mine[mine["role"] == "negative"])
-        positive = _rate(mine[mine["role"] == "positive"])
+        negative = evidence_rate(mine[mine["role"] == "negative"])
+        positive = evidence_rate(mine[mine["role"] == "positive"])
         rows.append(
             {
                 "test": test,
-                "FPR": _share(negative),
-                "FPR 95% CI": _interval(negative),
+                "FPR": share_text(negative),
+                "FPR 95% CI": interval_text(negative),
                 "false positives": negative["cells"] or "-",
-                "TPR": _share(positive),
-                "TPR 95% CI": _interval(positive),
+                "TPR": share_text(positive),
+                "TPR 95% CI": interval_text(positive),
                 "negatives n/a": negative["not_applicable"],
                 "positives n/a": positive["not_applicable"],
             }
@@ -182,22 +188,10 @@ def group_frame(cells: pd.DataFrame, tests: Sequence[str]) -> pd.DataFrame:
     for group in sorted(cells["group"].unique()):
         column = {}
         for test in tests:
-            rate = _rate(cells[(cells["group"] == group) & (cells["test"] == test)])
+            rate = evidence_rate(cells[(cells["group"] == group) & (cells["test"] == test)])
             column[test] = f"{rate['evidence']}/{rate['applicable']}" if rate["applicable"] else "-"
         table[group] = column
     return pd.DataFrame(table).reindex(list(tests)).rename_axis("test").reset_index()
-
-
-def _share(rate: dict[str, object]) -> str:
-    if not rate["applicable"]:
-        return "-"
-    return f"{rate['evidence']}/{rate['applicable']} = {rate['rate']:.2f}"
-
-
-def _interval(rate: dict[str, object]) -> str:
-    if not rate["applicable"]:
-        return "-"
-    return f"[{rate['low']:.2f}, {rate['high']:.2f}]"
 
 
 def calibration_tables(runs: pd.DataFrame) -> list[ReportTable]:
@@ -207,6 +201,11 @@ def calibration_tables(runs: pd.DataFrame) -> list[ReportTable]:
     if cells.empty:
         return []
     run_ids = sorted(cells["run_id"])
+    return [*calibration_main_tables(cells, run_ids), *power_tables(cells, list(ROWS_SEEN))]
+
+
+def calibration_main_tables(cells: pd.DataFrame, run_ids: list[str]) -> list[ReportTable]:
+    """The rates of the tests of rows seen and the rates per group of cells."""
     return [
         ReportTable(
             name="calibration",
@@ -252,10 +251,7 @@ def write_calibration(tracking_uri: str, out: Path) -> list[Path]:
             f"No MLflow store at {tracking_uri[10:]}; run the grid first (make calibrate, "
             "or python run.py +grid=calibrate) or pass --tracking-uri."
         )
-    runs = load_runs(tracking_uri)
-    runs = runs[
-        (runs["experiment"] == CALIBRATION_EXPERIMENT) | runs["experiment"].str.startswith("lab-")
-    ]
+    runs = calibration_runs(load_runs(tracking_uri, distinct=DISTINCT))
     tables = calibration_tables(runs)
     if not tables:
         raise TabmemError(
@@ -264,6 +260,9 @@ def write_calibration(tracking_uri: str, out: Path) -> list[Path]:
         )
     out.mkdir(parents=True, exist_ok=True)
     written = [path for table in tables for path in write_table(table, out)]
-    cells = out / "calibration_cells.csv"
-    calibration_cells(runs).to_csv(cells, index=False)
-    return [*written, cells]
+    cells = calibration_cells(runs)
+    if (cells["role"] == "power").any():
+        written += write_figure(power_figure(cells, list(ROWS_SEEN)), "power", out)
+    path = out / "calibration_cells.csv"
+    cells.to_csv(path, index=False)
+    return [*written, path]
