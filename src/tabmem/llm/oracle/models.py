@@ -140,6 +140,17 @@ def _rows_until(first: str, make_row: Callable[[], str], newline: str, budget: i
     return "".join(parts)
 
 
+def next_counts(counters: Mapping[int, int], delimiter: str, shown: str) -> dict[int, int]:
+    """The next value of each counter column (index -> the file's first count) after the
+    prompt's last complete row ``shown``; the first count where that row has none."""
+    fields = raw_fields(shown, delimiter) if shown else []
+    counts = {}
+    for j, first in counters.items():
+        value = fields[j].strip() if j < len(fields) else ""
+        counts[j] = int(value) + 1 if value.isdigit() else first
+    return counts
+
+
 def choice_options(prompt: str) -> list[tuple[str, str]]:
     """The prompt's multiple-choice options as (letter, text): lines ``A) text``, ``B) text``, …
     in letter order from A, two at least; [] when the prompt has none."""
@@ -441,6 +452,18 @@ class Oracle(ABC):
             return None
         start = len(prompt) - present
         return _Match(table, start, table.text.find(prompt[start:]) + present)
+
+    def _rows_after_cut(self, table: _Table, prompt: str, budget: int) -> list[int]:
+        """The file's rows a CSV prompt asks for: from where its text stops in ``table``'s
+        file, as many rows as the answer budget can hold (none if the text is not the file's)."""
+        match = self._longest_match(prompt)
+        if match is None or match.table is not table or not self._is_csv(prompt, match):
+            return []
+        text = table.text
+        first = max(0, text.count("\n", 0, match.text_end) - 1)
+        rows = len(table.raw_rows)
+        span = budget // max(1, len(text) // (rows + 1)) + 2
+        return list(range(first, min(rows, first + span)))
 
     @staticmethod
     def _is_csv(prompt: str, match: _Match) -> bool:
