@@ -6,6 +6,8 @@
 - ``NullOracle`` knows nothing and makes plausible text up: the lower reference.
 - ``LearnerOracle`` (``tabmem.llm.oracle.learner``) knows each dataset's joint distribution
   but none of the rows it is asked about: the hard negative.
+- ``CopulaOracle`` (``tabmem.llm.oracle.copula_learner``) knows the same through the twins'
+  Gaussian copulas, a model family that no data-only baseline uses: the second hard negative.
 
 Each oracle reads one prompt text (for chat, the last user message: the system prompt and
 few-shot turns are ignored, so examples from other datasets cannot confuse it) and handles three
@@ -367,7 +369,7 @@ class Oracle(ABC):
         self, prompt: str, rng: random.Random, budget: int, chat: bool, temperature: float
     ) -> str:
         """The uncut answer; generated text needs to run only ``budget`` characters long.
-        Only the learner heeds ``temperature``; the others vary their answers by seed."""
+        Only the learners heed ``temperature``; the others vary their answers by seed."""
 
     def _choice(self, prompt: str, rng: random.Random, chat: bool) -> str | None:
         """The letter of the best-scoring option if the prompt is a multiple-choice question."""
