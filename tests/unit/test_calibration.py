@@ -12,6 +12,8 @@ from tabmem.report.calibration import Role, calibration_cells, calibration_frame
     ("model", "dataset", "transform", "role"),
     [
         ("oracle-learner", "iris", "original", Role("negative", "oracle-learner on real files")),
+        ("oracle-copula", "adult", "original", Role("negative", "oracle-copula on real files")),
+        ("oracle-copula", "iris", "twin", Role("negative", "oracle-copula on twins")),
         (
             "oracle-memorizer",
             "iris",
