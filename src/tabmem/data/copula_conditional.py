@@ -458,7 +458,3 @@ class CopulaConditionals:
             ],
             dtype=bool,
         )
-
-    def value(self, column: int, code: int) -> str:
-        """The normalized value of a code."""
-        return self.values[column][code]
