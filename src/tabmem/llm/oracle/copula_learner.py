@@ -13,7 +13,7 @@ meets here a negative that its baseline does not contain.
   raw spelling of the value, cleaned of quotes and padding like every oracle's one-value answer.
 - A multiple-choice question gets the option with the highest conditional log-likelihood of its
   values given the rest of the record (for whole records, the sum over their values of each
-  value's given the record's others).
+  value's log probability given the record's other values).
 - CSV text is continued in the file's exact format: the row the prompt breaks off in is
   finished consistently with its typed beginning, the first row written is at temperature 0
   the most likely one (greedy, column by column given the earlier ones), later rows are draws,
