@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tabmem.data import Dataset, DatasetSpec
+from tabmem.data.csvtext import raw_fields
 from tabmem.llm.oracle import OracleServer
 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
@@ -70,7 +71,7 @@ def chat_body(prompt: str, **params: Any) -> dict[str, Any]:
     return {"model": "oracle-memorizer", "messages": messages, **params}
 
 
-def test_models_lists_the_four_oracles(server: OracleServer) -> None:
+def test_models_lists_the_five_oracles(server: OracleServer) -> None:
     status, body = call(server, "/models")
     assert status == 200
     assert [m["id"] for m in body["data"]] == [
@@ -78,7 +79,20 @@ def test_models_lists_the_four_oracles(server: OracleServer) -> None:
         "oracle-marginal",
         "oracle-null",
         "oracle-learner",
+        "oracle-copula",
     ]
+
+
+def test_the_copula_learner_answers_over_http(server: OracleServer) -> None:
+    """A CSV continuation in the file's format: the row cut mid-field finished, new rows with
+    the file's field count and quoting, the counter counting on."""
+    body = {"model": "oracle-copula", "prompt": TEXT[:CUT], "max_tokens": 20, "temperature": 0}
+    status, reply = call(server, "/completions", body)
+    assert status == 200
+    finished, *rows = reply["choices"][0]["text"].split("\n")
+    assert len(raw_fields(TEXT[:CUT].rsplit("\n", 1)[-1] + finished)) == 4
+    assert len(raw_fields(rows[0])) == 4 and rows[0].startswith("103,")
+    assert rows[0].split(",")[1].startswith('"')
 
 
 def test_chat_completion_over_http(server: OracleServer) -> None:

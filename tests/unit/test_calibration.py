@@ -13,6 +13,8 @@ from tabmem.report.power import power_figure, power_frame, power_tables, smalles
     ("model", "dataset", "transform", "role"),
     [
         ("oracle-learner", "iris", "original", Role("negative", "oracle-learner on real files")),
+        ("oracle-copula", "adult", "original", Role("negative", "oracle-copula on real files")),
+        ("oracle-copula", "iris", "twin", Role("negative", "oracle-copula on twins")),
         (
             "oracle-memorizer",
             "iris",

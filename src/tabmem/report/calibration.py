@@ -5,8 +5,8 @@ Every finished cell of the calibration grid has a role:
 
 - **negative** for a test of rows seen: a model that cannot have seen the rows asked about.
   The reference models that know no rows (``oracle-null``, ``oracle-marginal``,
-  ``oracle-learner``) on any file; any model on a twin (``transform=twin``: rows nobody has
-  seen); a language model (not an oracle, which knows every shipped file) on
+  ``oracle-learner``, ``oracle-copula``) on any file; any model on a twin (``transform=twin``:
+  rows nobody has seen); a language model (not an oracle, which knows every shipped file) on
   ``synthetic-novel``; a contamination-lab checkpoint on a dataset it never read.
 - **positive**: the ``oracle-memorizer`` on a real file; a lab checkpoint on a dataset it read.
 - **power**: a model that knows part of a file (``oracle-partial``: a share of its rows;
@@ -56,7 +56,7 @@ KNOWLEDGE = (
     "conditional_distribution",
 )
 """Tests whose ``evidence`` claims knowledge of the dataset's names, values or distribution."""
-KNOW_NO_ROWS = ("oracle-null", "oracle-marginal", "oracle-learner")
+KNOW_NO_ROWS = ("oracle-null", "oracle-marginal", "oracle-learner", "oracle-copula")
 KNOW_PART = ("oracle-partial", "oracle-first-rows")
 DISTINCT = ("suite", "param.seed", "param.model.recall.share", "param.model.recall.rows")
 """Run columns that tell calibration cells apart besides model, dataset, test and transform:

@@ -7,6 +7,7 @@ imported from there on first use, so ``python -m tabmem.llm.oracle.server`` runs
 from typing import Any
 
 from tabmem.llm.oracle.catalog import ORACLES
+from tabmem.llm.oracle.copula_learner import CopulaOracle
 from tabmem.llm.oracle.learner import LearnerOracle
 from tabmem.llm.oracle.models import (
     CHARS_PER_TOKEN,
@@ -23,6 +24,7 @@ from tabmem.llm.oracle.models import (
 __all__ = [
     "CHARS_PER_TOKEN",
     "ORACLES",
+    "CopulaOracle",
     "LearnerOracle",
     "MarginalOracle",
     "MemorizerOracle",

@@ -43,6 +43,7 @@ from tabmem.llm.oracle.models import (
     _lines,
     _Pair,
     _Table,
+    next_counts,
 )
 from tabmem.stats.neighbours import NeighbourModel
 
@@ -160,8 +161,8 @@ class LearnerOracle(Oracle):
         then new rows until ``budget`` characters; the first row written is greedy when
         ``draw`` is None."""
         table = known.table
-        asked = self._asked_rows(known, prompt, budget)
-        counts = self._next_counts(known, shown)
+        asked = self._rows_after_cut(table, prompt, budget)
+        counts = next_counts(known.counters, table.delimiter, shown)
         parts, size = [head], len(head)
         fields = raw_fields(partial, table.delimiter) if partial else []
         if fields:
@@ -215,25 +216,3 @@ class LearnerOracle(Oracle):
             out.append(text)
             given[j] = _clean(text)
         return out
-
-    def _asked_rows(self, known: _Knowledge, prompt: str, budget: int) -> list[int]:
-        """The file's rows the prompt asks for: from where its CSV text stops in the file, as
-        many rows as the answer budget can hold (none if the text is not the file's)."""
-        match = self._longest_match(prompt)
-        if match is None or match.table is not known.table or not self._is_csv(prompt, match):
-            return []
-        text = known.table.text
-        first = max(0, text.count("\n", 0, match.text_end) - 1)
-        rows = known.model.n_rows
-        span = budget // max(1, len(text) // (rows + 1)) + 2
-        return list(range(first, min(rows, first + span)))
-
-    @staticmethod
-    def _next_counts(known: _Knowledge, shown: str) -> dict[int, int]:
-        """The next value of each counter column after the prompt's last complete row."""
-        fields = raw_fields(shown, known.table.delimiter) if shown else []
-        counts = {}
-        for j, first in known.counters.items():
-            value = fields[j].strip() if j < len(fields) else ""
-            counts[j] = int(value) + 1 if value.isdigit() else first
-        return counts

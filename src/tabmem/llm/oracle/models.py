@@ -6,6 +6,8 @@
 - ``NullOracle`` knows nothing and makes plausible text up: the lower reference.
 - ``LearnerOracle`` (``tabmem.llm.oracle.learner``) knows each dataset's joint distribution
   but none of the rows it is asked about: the hard negative.
+- ``CopulaOracle`` (``tabmem.llm.oracle.copula_learner``) knows the same through the twins'
+  Gaussian copulas, a model family that no data-only baseline uses: the second hard negative.
 
 Each oracle reads one prompt text (for chat, the last user message: the system prompt and
 few-shot turns are ignored, so examples from other datasets cannot confuse it) and handles three
@@ -138,6 +140,17 @@ def _rows_until(first: str, make_row: Callable[[], str], newline: str, budget: i
         parts.append(row)
         size += len(row)
     return "".join(parts)
+
+
+def next_counts(counters: Mapping[int, int], delimiter: str, shown: str) -> dict[int, int]:
+    """The next value of each counter column (index -> the file's first count) after the
+    prompt's last complete row ``shown``; the first count where that row has none."""
+    fields = raw_fields(shown, delimiter) if shown else []
+    counts = {}
+    for j, first in counters.items():
+        value = fields[j].strip() if j < len(fields) else ""
+        counts[j] = int(value) + 1 if value.isdigit() else first
+    return counts
 
 
 def choice_options(prompt: str) -> list[tuple[str, str]]:
@@ -356,7 +369,7 @@ class Oracle(ABC):
         self, prompt: str, rng: random.Random, budget: int, chat: bool, temperature: float
     ) -> str:
         """The uncut answer; generated text needs to run only ``budget`` characters long.
-        Only the learner heeds ``temperature``; the others vary their answers by seed."""
+        Only the learners heed ``temperature``; the others vary their answers by seed."""
 
     def _choice(self, prompt: str, rng: random.Random, chat: bool) -> str | None:
         """The letter of the best-scoring option if the prompt is a multiple-choice question."""
@@ -441,6 +454,18 @@ class Oracle(ABC):
             return None
         start = len(prompt) - present
         return _Match(table, start, table.text.find(prompt[start:]) + present)
+
+    def _rows_after_cut(self, table: _Table, prompt: str, budget: int) -> list[int]:
+        """The file's rows a CSV prompt asks for: from where its text stops in ``table``'s
+        file, as many rows as the answer budget can hold (none if the text is not the file's)."""
+        match = self._longest_match(prompt)
+        if match is None or match.table is not table or not self._is_csv(prompt, match):
+            return []
+        text = table.text
+        first = max(0, text.count("\n", 0, match.text_end) - 1)
+        rows = len(table.raw_rows)
+        span = budget // max(1, len(text) // (rows + 1)) + 2
+        return list(range(first, min(rows, first + span)))
 
     @staticmethod
     def _is_csv(prompt: str, match: _Match) -> bool:

@@ -5,9 +5,9 @@ Serving the oracles over real HTTP lets the harness reach them the way it reache
 
 Endpoints: ``GET /v1/models``, ``POST /v1/chat/completions`` and ``POST /v1/completions``, with
 OpenAI's request and response shapes. ``model`` picks the oracle (``oracle-memorizer``,
-``oracle-marginal``, ``oracle-null``, ``oracle-learner``, or a partial memorizer such as
-``oracle-partial-random-0.2-s0``: tabmem.llm.oracle.partial). A chat request's prompt text is its
-last user message.
+``oracle-marginal``, ``oracle-null``, ``oracle-learner``, ``oracle-copula``, or a partial
+memorizer such as ``oracle-partial-random-0.2-s0``: tabmem.llm.oracle.partial). A chat request's
+prompt text is its last user message.
 Without ``max_tokens`` a completion gets 16 tokens (OpenAI's default) and a chat reply 4096.
 Token counts in ``usage`` are characters / 4, rounded up, like the oracles' own tokens.
 ``"stream": true`` sends the answer as server-sent events, one token (4 characters) each, then
