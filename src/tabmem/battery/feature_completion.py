@@ -120,7 +120,7 @@ def shown_values(names: Sequence[str], recorded: Recorded) -> dict[str, str] | s
     observation = parse_observation(prefix, names)
     first = prefix.split(" = ", 1)[0].strip()
     if not observation.values or first not in names:
-        return f"the question {prefix[:60]!r} does not begin with a feature of the file"
+        return "its first 'name = value' pair does not name a feature of the file"
     return observation.values
 
 

@@ -97,7 +97,7 @@ def summary(outcomes: Sequence[FileOutcome]) -> str:
     console = Console(width=200, record=True, file=io.StringIO())
     console.print(table)
     counts = Counter(o.status for o in outcomes)
-    tally = ", ".join(f"{n} {status}" for status, n in counts.items())
+    tally = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     return console.export_text() + f"{len(outcomes)} file × test pairs: {tally}.\n"
 
 
