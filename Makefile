@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 # llama.cpp's native build crashes with SIGILL on these machines (see DESIGN.md).
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-.PHONY: demo test test-slow test-fast install install-demo lint ui ui-serve browser data-check clean-outputs help paper-tables lab calibrate
+.PHONY: demo test test-slow test-fast install install-demo lint ui ui-serve browser data-check clean-outputs help paper-tables lab calibrate rescore-published
 
 help:
 	@echo "make demo       install into $(VENV) and run the demo grid on the embedded model"
@@ -26,6 +26,7 @@ help:
 	@echo "make data-check verify data/ against data/provenance.json"
 	@echo "make bench      reliability and speed benchmarks (docs/reliability.md)"
 	@echo "make paper-tables  the papers' tables and figures from outputs/mlflow.db into outputs/paper"
+	@echo "make rescore-published RESULTS=DIR  the papers' published answers rescored, beside their marks"
 	@echo "make lab        contamination lab: plant datasets in a small model, measure TPR/FPR"
 	@echo "make calibrate  every test's false- and true-positive rates on hard negatives and positives"
 
@@ -102,6 +103,13 @@ lab: install
 PAPER_ARGS ?=
 paper-tables: install-demo
 	$(PY) scripts/paper_tables.py $(PAPER_ARGS)
+
+# The answers the papers' authors published (results/ of github.com/tabmem/tool), rescored into
+# outputs/mlflow.db and set beside the paper's marks in outputs/published/ (docs/published-answers.md).
+# DATA="spaceship-titanic=PATH fico=PATH" gives the datasets users provide.
+rescore-published: install-demo
+	@test -n "$(RESULTS)" || { echo "make rescore-published needs RESULTS=path/to/tool/results"; exit 2; }
+	$(PY) scripts/rescore_published.py $(RESULTS) $(foreach d,$(DATA),--data $(d))
 
 # The calibration grid, the power grid and their tables (docs/calibration.md): hours with the
 # embedded models; CALIBRATE_ARGS="+calibrate=reference,reference-twins" runs the reference

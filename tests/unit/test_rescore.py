@@ -156,7 +156,7 @@ def test_a_missing_column_and_an_unscoring_test_are_one_sentence_errors(tmp_path
     with pytest.raises(DatasetError, match="lacks the column"):
         read_transcript(path, "published")
     with pytest.raises(ConfigError, match="cannot score recorded answers yet"):
-        rescorable_test("sample")
+        rescorable_test("feature_names")
     with pytest.raises(ConfigError, match="Unknown test 'nope'"):
         rescorable_test("nope")
 
@@ -170,7 +170,9 @@ def test_queries_json_keeps_failed_queries_failed(tmp_path, iris):
     path = tmp_path / "queries.json"
     path.write_text(json.dumps(table))
     (line,) = read_transcript(path, "queries")
-    assert line == Recorded("p", windows(iris, [target])[0], iris.rows[target], "", "timed out")
+    assert line == Recorded(
+        "p", windows(iris, [target])[0], iris.rows[target], "", "timed out", line=1
+    )
 
 
 def test_header_splits_are_located_from_the_file_beginning(tmp_path, iris):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,8 @@ from matplotlib.figure import Figure
 from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import (
     Answer,
-    Lifecycle,
+    Recorded,
+    Rescorable,
     Worded,
     count_rule,
     register_lifecycle,
@@ -36,6 +38,7 @@ from tabmem.battery.lifecycle import (
 from tabmem.battery.sample import metric_name
 from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
+from tabmem.data.values import normalize_value
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.llm.client import LanguageModel
@@ -267,8 +270,33 @@ class PrefixFacts:
     model: NeighbourModel
 
 
+def shown_pairs(prefix: str) -> tuple[list[tuple[str, str]], str] | None:
+    """The ``Name = value`` lines just before a question's last line ``Feature =``, and that
+    feature; None when the text does not end so. Lines before the pairs (a dataset's name, a
+    few-shot example) are passed over."""
+    lines = [line.strip() for line in prefix.strip().splitlines()]
+    if not lines or not lines[-1].endswith("="):
+        return None
+    pairs: list[tuple[str, str]] = []
+    for line in reversed(lines[:-1]):
+        name, sep, value = line.partition(" = ")
+        if not sep:
+            break
+        pairs.append((name.strip(), value.strip()))
+    return pairs[::-1], lines[-1][:-1].strip()
+
+
+@lru_cache(maxsize=32)
+def _row_starts(dataset: Dataset, position: int) -> dict[tuple[str, ...], int]:
+    """The first row (0-based) that begins with each normalized run of ``position`` values."""
+    starts: dict[tuple[str, ...], int] = {}
+    for row, values in enumerate(data_values(dataset)):
+        starts.setdefault(tuple(normalize_value(v) for v in values[:position]), row)
+    return starts
+
+
 @register_lifecycle
-class ConditionalCompletion(Lifecycle[Asked, PrefixFacts]):
+class ConditionalCompletion(Rescorable[Asked, PrefixFacts]):
     """Ask for the next feature of real row beginnings; compare validity, query by query, with
     what a model of the distribution that has not read the row could reach."""
 
@@ -276,18 +304,41 @@ class ConditionalCompletion(Lifecycle[Asked, PrefixFacts]):
     title = "conditional completion"
     settings = ConditionalCompletionSettings
 
-    def plan(self, ctx: TestContext) -> tuple[list[Asked], PrefixFacts] | TestResult:
-        names = feature_names(ctx.dataset)
-        if len(names) < 2:
-            return TestResult.not_applicable(self.name, "the dataset has fewer than two features")
+    def pick(self, ctx: TestContext) -> list[Asked]:
         n = ctx.params.n_per_feature
-        queries = [
+        return [
             _draw(ctx, position, repeat)
             for position in _positions(ctx.dataset, ctx.params.features)
             for repeat in range(n)
         ]
+
+    def prepare(self, ctx: TestContext, queries: Sequence[Asked]) -> PrefixFacts | TestResult:
+        names = feature_names(ctx.dataset)
+        if len(names) < 2:
+            return TestResult.not_applicable(self.name, "the dataset has fewer than two features")
         rows = data_values(ctx.dataset)
-        return queries, PrefixFacts(names, PrefixIndex(rows), NeighbourModel(rows))
+        return PrefixFacts(names, PrefixIndex(rows), NeighbourModel(rows))
+
+    def locate(self, ctx: TestContext, recorded: Recorded) -> Asked | str:
+        """The question a recorded line asked: ``Name = value`` lines of the file's first
+        features, in order, ending in the next feature's ``Feature =``; its row is the first
+        real row that begins with the shown values (the row left out of the greedy answer)."""
+        names = feature_names(ctx.dataset)
+        shown = shown_pairs(recorded.prefix)
+        if shown is None:
+            return "it does not end in 'Feature =' after 'Name = value' lines"
+        pairs, asked = shown
+        position = len(pairs)
+        if position == 0:
+            return "it shows no feature before the asked one (the test asks from the second on)"
+        if [name for name, _ in pairs] + [asked] != names[: position + 1]:
+            return "its features are not the file's first features in order"
+        values = tuple(value for _, value in pairs)
+        row = _row_starts(ctx.dataset, position).get(tuple(normalize_value(v) for v in values))
+        if row is None:
+            return "no row of the file begins with the values it shows"
+        truth = row_values(ctx.dataset, row)[position]
+        return Asked(recorded.line, Question(row, position, recorded.prompt, values, truth))
 
     def word(self, ctx: TestContext, queries: Sequence[Asked], facts: PrefixFacts) -> Worded[Asked]:
         model = ctx.model

@@ -19,6 +19,7 @@ import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from tabmem.battery.base import TestContext
@@ -33,9 +34,12 @@ from tabmem.battery.lifecycle import (
     wording_figures,
 )
 from tabmem.battery.settings import TestSettings
+from tabmem.data import Dataset
+from tabmem.data.values import normalize_value
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.prompts.fewshot import chat_messages, few_shot_datasets, fit_to_context
+from tabmem.prompts.observations import parse_observation
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.answers import feature_answer, values_match
 from tabmem.stats.baselines import MarginalMatch, marginal_match
@@ -88,32 +92,70 @@ def question(columns: Mapping[str, list[str]], row: int, feature: str) -> Featur
     return FeatureQuestion(row, "\n".join([*lines, f"{feature} ="]), columns[feature][row], feature)
 
 
-def asked_feature(prefix: str) -> str:
-    """The feature a recorded question asks: its last line, ``Feature =``."""
-    lines = [line.strip() for line in prefix.strip().splitlines()]
+def asked_feature(recorded: Recorded) -> str:
+    """The feature a recorded question asks: its last line ``Feature =``, or in the one-line
+    layout (``name = value, name = value``) the name of its recorded ``Feature = value`` suffix
+    or answer."""
+    lines = [line.strip() for line in recorded.prefix.strip().splitlines()]
     last = lines[-1] if lines else ""
-    return last[:-1].strip() if last.endswith("=") else ""
+    if last.endswith("="):
+        return last[:-1].strip()
+    for text in (recorded.suffix, recorded.response):
+        name, sep, _ = text.strip().partition(" = ")
+        if sep:
+            return name.strip()
+    return ""
 
 
-def locate_question(columns: Mapping[str, list[str]], recorded: Recorded) -> FeatureQuestion | str:
-    """The row a recorded question describes: every ``Feature = Value`` line it shows matches
-    the row, and a recorded suffix is the asked feature's value in it."""
-    feature = asked_feature(recorded.prefix)
-    if feature not in columns:
+def shown_values(names: Sequence[str], recorded: Recorded) -> dict[str, str] | str:
+    """The ``Feature = Value`` pairs a recorded question shows, or why they cannot be read:
+    one pair a line before the asked ``Feature =``, or one line of comma-joined pairs."""
+    prefix = recorded.prefix.strip()
+    lines = prefix.splitlines()
+    if lines and lines[-1].strip().endswith("="):
+        given: dict[str, str] = {}
+        for line in lines[:-1]:
+            name, sep, value = line.partition(" = ")
+            if not sep or name.strip() not in names:
+                return f"the line {line.strip()!r} is not a 'Feature = Value' line of the file"
+            given[name.strip()] = value.strip()
+        return given
+    observation = parse_observation(prefix, names)
+    first = prefix.split(" = ", 1)[0].strip()
+    if not observation.values or first not in names:
+        return "its first 'name = value' pair does not name a feature of the file"
+    return observation.values
+
+
+@lru_cache(maxsize=8)
+def _normalized_rows(dataset: Dataset) -> tuple[dict[str, list[str]], list[tuple[str, ...]]]:
+    """The dataset's columns as text, and its rows with every value normalized (missing as "",
+    numbers by value), so ``27`` and ``27.0`` or an empty cell and ``nan`` are one value."""
+    columns = text_columns(dataset)
+    rows = zip(*([normalize_value(v) for v in values] for values in columns.values()), strict=True)
+    return columns, list(rows)
+
+
+def locate_question(dataset: Dataset, recorded: Recorded) -> FeatureQuestion | str:
+    """The row a recorded question describes: every value it shows matches the row's (values
+    compared as ``normalize_value`` writes them), and a recorded true value (suffix, bare or as
+    ``Feature = value``) is the asked feature's value in it."""
+    columns, rows = _normalized_rows(dataset)
+    names = list(columns)
+    feature = asked_feature(recorded)
+    if feature not in names:
         return f"it asks for {feature!r}, which is not a feature of the file"
-    given: dict[str, str] = {}
-    for line in recorded.prefix.strip().splitlines()[:-1]:
-        name, sep, value = line.partition(" = ")
-        if not sep or name.strip() not in columns:
-            return f"the line {line.strip()!r} is not a 'Feature = Value' line of the file"
-        given[name.strip()] = value.strip()
-    n_rows = len(columns[feature])
-    for row in range(n_rows):
-        if all(columns[name][row].strip() == value for name, value in given.items()):
-            asked = question(columns, row, feature)
-            if recorded.suffix.strip() and not values_match(recorded.suffix, asked.answer):
+    given = shown_values(names, recorded)
+    if isinstance(given, str):
+        return given
+    wanted = [(names.index(n), normalize_value(v)) for n, v in given.items() if n != feature]
+    truth = feature_answer(recorded.suffix, feature) if recorded.suffix.strip() else None
+    target = names.index(feature)
+    for row, values in enumerate(rows):
+        if all(values[j] == v for j, v in wanted):
+            if truth is not None and values[target] != normalize_value(truth):
                 continue
-            return asked
+            return question(columns, row, feature)
     return "no row of the file has the values it shows"
 
 
@@ -287,11 +329,11 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
         return word_questions(ctx, queries)
 
     def locate(self, ctx: TestContext, recorded: Recorded) -> FeatureQuestion | str:
-        return locate_question(text_columns(ctx.dataset), recorded)
+        return locate_question(ctx.dataset, recorded)
 
     def settings_for(self, recorded: Sequence[Recorded]) -> dict[str, Any]:
         """A transcript asks its own feature: the most often asked one is the test's."""
-        asked = Counter(asked_feature(r.prefix) for r in recorded)
+        asked = Counter(asked_feature(r) for r in recorded)
         return {"feature": asked.most_common(1)[0][0]} if asked else {}
 
     def score(

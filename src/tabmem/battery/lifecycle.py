@@ -35,14 +35,16 @@ _RESCORABLE: dict[str, Rescorable[Any, Any]] = {}
 @dataclass(frozen=True)
 class Recorded:
     """One query of a transcript: the prompt as recorded, the part of the data it showed
-    (``prefix``), the text it expected if recorded (``suffix``, else ""), the answer, and the
-    error that replaced the answer if the query failed."""
+    (``prefix``), the text it expected if recorded (``suffix``, else ""), the answer, the
+    error that replaced the answer if the query failed, and its line in the file (1 = the
+    first line after a header), which tests that number their queries use as the query."""
 
     prompt: str
     prefix: str
     suffix: str
     response: str
     error: str | None = None
+    line: int = 0
 
 
 @dataclass

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from tabmem.battery.base import TestContext
@@ -161,7 +162,7 @@ def locate_window(dataset: Dataset, recorded: Recorded) -> Window | str:
         return "the prefix shows no data row"
     expected = next(iter(split_records(recorded.suffix)), "")
     rows = dataset.rows
-    for start in _row_places(rows).get(shown[0], []):
+    for start in _row_places(dataset).get(shown[0], []):
         target = start + len(shown)
         if target < len(rows) and rows[start:target] == shown:
             if expected and expected != rows[target]:
@@ -170,10 +171,12 @@ def locate_window(dataset: Dataset, recorded: Recorded) -> Window | str:
     return "its rows, with a next row as recorded, do not occur in the file"
 
 
-def _row_places(rows: Sequence[str]) -> dict[str, list[int]]:
-    """Where each row text occurs in the file (0-based data rows)."""
+@lru_cache(maxsize=8)
+def _row_places(dataset: Dataset) -> dict[str, list[int]]:
+    """Where each row text occurs in the file (0-based data rows); built once per dataset, not
+    once per located line."""
     places: dict[str, list[int]] = {}
-    for i, row in enumerate(rows):
+    for i, row in enumerate(dataset.rows):
         places.setdefault(row, []).append(i)
     return places
 

@@ -27,7 +27,16 @@ import pandas as pd
 from scipy import stats
 
 from tabmem.battery.base import TestContext
-from tabmem.battery.lifecycle import Answer, F, Lifecycle, Worded, count_rule, register_lifecycle
+from tabmem.battery.lifecycle import (
+    Answer,
+    F,
+    Lifecycle,
+    Recorded,
+    Rescorable,
+    Worded,
+    count_rule,
+    register_lifecycle,
+)
 from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
 from tabmem.llm.base import GenerationParams, Request
@@ -377,15 +386,27 @@ def _verdict(s: SampleStatistics, rule: CountRule) -> tuple[Verdict, str]:
 
 
 @register_lifecycle
-class Sample(SamplingTest[None]):
-    """Draw observations, parse them, and compare them with the real rows."""
+class Sample(SamplingTest[None], Rescorable[int, None]):
+    """Draw observations, parse them, and compare them with the real rows. Recorded samples
+    are scored from the samples alone: each line of a transcript is one sample, numbered by
+    its line, and a line that names no feature is an invalid sample, as in a live run."""
 
     name = "sample"
     title = "sample"
     settings = SampleSettings
 
-    def prepare(self, ctx: TestContext) -> None:
+    def pick(self, ctx: TestContext) -> list[int]:
+        return list(range(sampler_settings(ctx).n_samples))
+
+    def prepare(self, ctx: TestContext, queries: Sequence[int] = ()) -> None:
         return None
+
+    def locate(self, ctx: TestContext, recorded: Recorded) -> int:
+        return recorded.line
+
+    def settings_for(self, recorded: Sequence[Recorded]) -> dict[str, Any]:
+        """A transcript holds its own number of samples."""
+        return {"n_samples": len(recorded)}
 
     def conclude(self, ctx: TestContext, facts: None, draw: SampleDraw) -> TestResult:
         return _sample_result(ctx, draw)

@@ -1,0 +1,155 @@
+"""``python -m tabmem.rescore``: one transcript file, or a whole folder of published answers."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from tabmem.errors import ConfigError, TabmemError
+from tabmem.rescore.folder import RESCORED, FileOutcome, rescore_folder
+from tabmem.rescore.layouts import FORMATS
+from tabmem.rescore.run import run_rescore
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m tabmem.rescore",
+        description="Score recorded answers with a test's scoring and verdict; log MLflow runs.",
+    )
+    parser.add_argument("file", type=Path, nargs="?", help="queries.json of a run, or a CSV")
+    parser.add_argument(
+        "--folder", type=Path, help="a folder of published answers, <model>/<kind>/<file>.csv"
+    )
+    parser.add_argument("--mapping", type=Path, help="folder mapping (conf/rescore/published.yaml)")
+    parser.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="the file of a dataset users provide, e.g. --data spaceship-titanic=train.csv",
+    )
+    parser.add_argument("--dataset", help="a dataset config name or a CSV path")
+    parser.add_argument("--test", help="header, row_completion, first_token, feature_completion, …")
+    parser.add_argument("--model-name", help="the model that gave the answers")
+    parser.add_argument("--format", choices=FORMATS, help="default: guessed from the file")
+    parser.add_argument(
+        "--ignore-column",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a feature-table column that holds parsing artefacts",
+    )
+    parser.add_argument("--transform", default="original")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--experiment", default="rescore", help="MLflow experiment")
+    parser.add_argument("--outputs-dir", type=Path, default=Path("outputs"))
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a test setting, e.g. --set alpha=0.05",
+    )
+    parser.add_argument("--force", action="store_true", help="log again a file rescored before")
+    return parser
+
+
+def data_paths(items: Sequence[str]) -> dict[str, Path]:
+    """``NAME=PATH`` items as a mapping."""
+    paths = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise ConfigError(f"--data takes NAME=PATH, not '{item}'.")
+        paths[name] = Path(path).expanduser()
+    return paths
+
+
+def _figure(value: float | None) -> str:
+    return "" if value is None else f"{value:.3g}"
+
+
+def summary(outcomes: Sequence[FileOutcome]) -> str:
+    """The outcomes as a plain-text table, then the counts by status."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Rescored files", show_lines=False)
+    for column in ("file", "test", "located", "hits", "baseline", "p", "verdict", "note"):
+        table.add_column(column, overflow="fold")
+    for o in outcomes:
+        done = o.status == RESCORED
+        table.add_row(
+            o.file,
+            o.test,
+            f"{o.located}/{o.lines}" if done else "",
+            f"{o.n_hits}/{o.n_queries}" if done else "",
+            _figure(o.baseline) if done else "",
+            _figure(o.p_value) if done else "",
+            o.verdict if done else o.status,
+            o.reason,
+        )
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(table)
+    counts = Counter(o.status for o in outcomes)
+    tally = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    return console.export_text() + f"{len(outcomes)} file × test pairs: {tally}.\n"
+
+
+def _one_file(args: argparse.Namespace) -> str:
+    needed = {"--dataset": args.dataset, "--test": args.test, "--model-name": args.model_name}
+    missing = [flag for flag, value in needed.items() if not value]
+    if missing:
+        raise ConfigError(f"Rescoring one file needs {', '.join(missing)}.")
+    paths = data_paths(args.data)
+    done = run_rescore(
+        args.file,
+        args.dataset,
+        args.test,
+        args.model_name,
+        layout=args.format,
+        transform=args.transform,
+        seed=args.seed,
+        experiment=args.experiment,
+        outputs_dir=args.outputs_dir,
+        settings=args.set,
+        ignore=args.ignore_column,
+        data_path=paths.get(args.dataset),
+        force=args.force,
+    )
+    located = done.located
+    return (
+        f"Located {len(located.queries)} of {located.lines} lines"
+        + (f" ({done.result.info['not_located']})" if located.missing else "")
+        + f"; verdict {done.result.verdict.value}; run {done.run_id}."
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    args = _parser().parse_args(argv)
+    try:
+        if (args.file is None) == (args.folder is None):
+            raise ConfigError("Give one transcript FILE or one --folder DIR.")
+        if args.folder is not None:
+            outcomes = rescore_folder(
+                args.folder,
+                mapping_path=args.mapping,
+                data_paths=data_paths(args.data),
+                experiment=args.experiment,
+                outputs_dir=args.outputs_dir,
+                seed=args.seed,
+                force=args.force,
+            )
+            print(summary(outcomes), end="")
+        else:
+            print(_one_file(args))
+    except TabmemError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0

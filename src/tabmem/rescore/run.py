@@ -1,0 +1,134 @@
+"""Rescore one transcript file and log the result as an MLflow run, like a live cell."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tabmem.battery.base import TestContext
+from tabmem.battery.lifecycle import rescorable_test
+from tabmem.errors import ConfigError
+from tabmem.rescore.core import Located, rescore
+from tabmem.rescore.layouts import guess_format, read_transcript
+from tabmem.results import TestResult
+
+
+@dataclass
+class Rescored:
+    """What a rescoring produced: the result, how many lines were located, and its run."""
+
+    result: TestResult
+    located: Located
+    run_id: str | None
+
+
+def run_rescore(
+    path: Path,
+    dataset: str,
+    test_name: str,
+    model_name: str,
+    *,
+    layout: str | None = None,
+    transform: str = "original",
+    seed: int = 0,
+    experiment: str = "rescore",
+    outputs_dir: Path = Path("outputs"),
+    settings: Sequence[str] = (),
+    ignore: Sequence[str] = (),
+    data_path: Path | None = None,
+    force: bool = False,
+    quiet: bool = False,
+) -> Rescored:
+    """Rescore a transcript file and log it as an MLflow run of ``experiment`` (a file already
+    rescored with the same settings is read back unless ``force``). ``ignore`` names columns of
+    a feature table left out as parsing artefacts; ``data_path`` is the file of a dataset that
+    users provide (FICO, Spaceship Titanic)."""
+    from omegaconf import OmegaConf
+    from rich.console import Console
+
+    from tabmem.api import compose_config, dataset_overrides, outputs_path, override_value
+    from tabmem.cell import Cell, config_hash, flatten
+    from tabmem.data import load_dataset
+    from tabmem.data.transforms import apply_transform
+    from tabmem.data.twin import twin_info
+    from tabmem.runner import log_result, open_store
+    from tabmem.tracking.traces import QueryLog
+
+    test = rescorable_test(test_name)
+    layout = layout or guess_format(path, test_name)
+    lines = read_transcript(path, layout, ignore)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    overrides = [f"outputs_dir={outputs_dir}", f"experiment={experiment}", f"seed={seed}"]
+    outputs = outputs_path(compose_config(overrides))
+    overrides += [
+        *dataset_overrides(dataset, None, outputs),
+        *([f"dataset.path={override_value(str(data_path.resolve()))}"] if data_path else []),
+        f"test={test_name}",
+        f"transform={transform}",
+        "progress=false",
+        f"force={'true' if force else 'false'}",
+    ]
+    cfg = compose_config(overrides)
+    if cfg.test.get("suite"):
+        raise ConfigError(f"Rescoring takes one test; '{test_name}' is a suite.")
+    implied = test.settings_for(lines)
+    given = dict(setting(s) for s in settings)
+    params = {**OmegaConf.to_container(cfg.test, resolve=True), **implied, **given}
+    data = apply_transform(load_dataset(cfg.dataset), cfg.transform, seed)
+    ctx = TestContext(dataset=data, model=None, params=params, seed=seed)
+    started = datetime.now()
+    result, located = rescore(test, ctx, lines)
+    result.info.update(twin_info(data))
+    result.info["transcript_layout"] = layout
+    if ignore:
+        result.info["columns_ignored"] = ", ".join(ignore)
+    cell = Cell(model_name, data.name, test_name, str(cfg.transform.name))
+    tree = {
+        "model": {"name": model_name, "source": "transcript"},
+        "dataset": OmegaConf.to_container(cfg.dataset, resolve=True),
+        "test": params,
+        "transform": OmegaConf.to_container(cfg.transform, resolve=True),
+        "seed": seed,
+        "transcript_sha256": digest,
+        "transcript_ignored_columns": list(ignore),
+    }
+    cell_params = flatten(tree)
+    store = open_store(cfg)
+    console = Console(quiet=quiet)
+    run_id = None
+    if not cfg.force:
+        run_id = store.finished_run(config_hash(cell_params))
+    if run_id is None:
+        window = (int(started.timestamp() * 1e9), int(datetime.now().timestamp() * 1e9))
+        outcome = log_result(
+            store,
+            cell,
+            cell_params,
+            "",
+            outputs / "rescore" / started.strftime("%Y-%m-%d/%H-%M-%S-%f"),
+            OmegaConf.to_yaml(OmegaConf.create({**tree, "transcript": str(path)})),
+            result,
+            {},
+            cfg,
+            console,
+            QueryLog(result.records, cell.tags(), window),
+            extra_tags={"source": "transcript", "transcript_sha256": digest},
+        )
+        run_id = outcome.run_id
+    else:
+        console.print(f"[dim]skip[/] {cell.run_name}: already rescored as run {run_id}")
+    return Rescored(result, located, run_id)
+
+
+def setting(text: str) -> tuple[str, Any]:
+    """``key=value`` with the value read as YAML (numbers, lists, null)."""
+    import yaml
+
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise ConfigError(f"--set takes KEY=VALUE, not '{text}'.")
+    return key.removeprefix("test."), yaml.safe_load(value)
