@@ -4,7 +4,8 @@ For a random record, ``mask_fraction`` of its attributes (one at least) are hidd
 drawn among the highest-entropy attributes (``tabmem.stats.probes.attribute_pool``). For each
 hidden attribute the model sees the record and five candidate values, the true one and four
 taken from donor rows (``tabmem.prompts.probe_records``), in random order, and answers with a
-letter. Accuracy is compared with chance (one in five), one-sided binomial.
+letter. Accuracy is compared with the better of chance (one in five) and the data-only rule's
+expected accuracy on the questions asked, one-sided binomial (``tabmem.stats.probes``).
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from tabmem.battery.lifecycle import (
     Recorded,
     Rescorable,
     Worded,
+    count_metrics,
     count_rule,
     register_lifecycle,
     wording_figures,
@@ -423,6 +424,7 @@ def _result(
         p_value=test.p_value,
         metrics={
             **wording_figures(context),
+            **count_metrics(test),
             "features_asked": len(rates),
             "features_significant": sum(r.p_value < p.alpha for r in rates),
             "marginal_rate": float(np.mean([r.extra["marginal_chance"] for r in records]))

@@ -5,7 +5,8 @@ highest-entropy attributes, take other values in four copies: each copy takes th
 donor row of the file, so values keep their range and format and the five versions differ on
 exactly those attributes, all five values of each distinct (no version is the odd one out or
 the consensus). The model sees the five in random order and answers with a letter. Accuracy
-is compared with chance (one in five), one-sided binomial.
+is compared with the better of chance (one in five) and the data-only rule's expected accuracy
+on the questions asked, one-sided binomial (``tabmem.stats.probes``).
 """
 
 from __future__ import annotations

@@ -189,7 +189,7 @@ class FirstToken(WindowTest[TokenFacts]):
         records: Sequence[QueryRecord],
         context: dict[str, Any],
     ) -> TestResult:
-        """The answers' first tokens against each query's baseline, and the context."""
+        """The answers' first tokens against the best data-only predictor's rate; the context."""
         baseline, best = facts.baseline, facts.baseline.best
         model_only = sum(r.score == 1 and not r.extra["baseline_right"] for r in records)
         baseline_only = sum(r.score == 0 and r.extra["baseline_right"] for r in records)

@@ -34,6 +34,7 @@ from tabmem.battery.lifecycle import (
     Recorded,
     Rescorable,
     Worded,
+    count_metrics,
     count_rule,
     register_lifecycle,
 )
@@ -425,6 +426,7 @@ def _sample_result(ctx: TestContext, draw: SampleDraw) -> TestResult:
     verdict, reason = _verdict(s, count_rule(p))
     metrics = {
         **draw.counts(),
+        **count_metrics(HitCount(s.copies, s.n_queries, s.copy_chance)),
         "copies": s.copies,
         "copy_chance": s.copy_chance,
         "copy_p_value": s.copy_p_value,

@@ -87,8 +87,8 @@ def first_token_table(runs: PaperRuns) -> ReportTable:
         row["baseline"] = " / ".join(dict.fromkeys(baselines)) or _empty_baseline(row)
         rows.append(row)
     notes = [
-        "Accuracy of the first token of the next row (hits/queries). baseline: the mean "
-        "per-query rate of the best data-only predictor cross-fitted over the file's rows "
+        "Accuracy of the first token of the next row (hits/queries). baseline: the accuracy "
+        "of the best data-only predictor cross-fitted over the file's rows "
         "(most frequent token, logistic regression, gradient-boosted trees; each row predicted "
         "by a fit without it), never on the model's answers; when "
         "models see different tokens (their own tokenizers) their baselines are listed in "
