@@ -60,6 +60,7 @@ from tabmem.stats.samples import (
     copied,
     copy_chance,
     data_values,
+    joint_copy_chance,
     known_value_share,
     real_row_best_matches,
 )
@@ -320,6 +321,8 @@ class SampleStatistics:
     n_complete: int
     copies: int
     copy_chance: float
+    copy_chance_marginal: float
+    copy_chance_joint: float
     copy_p_value: float
     best_match_samples: float
     best_match_real: float
@@ -333,12 +336,14 @@ def sample_statistics(
 ) -> SampleStatistics:
     """Copies, best n-gram matches beside real rows', and values known to the data."""
     rng = random.Random(seed)
-    table = CodedTable.from_rows(data_values(dataset))
+    values = data_values(dataset)
+    table = CodedTable.from_rows(values)
     complete = draw.complete
     samples = np.array([table.encode([o.values[n] for n in draw.names]) for o in complete])
     samples = samples.reshape(len(complete), table.n_features)
     n_copies = int(copied(table, samples).sum())
-    chance = copy_chance(table, chance_draws, rng)
+    marginal = copy_chance(table, chance_draws, rng)
+    joint = joint_copy_chance(values, table, chance_draws, random.Random(f"joint:{seed}"))
     sample_best = best_matches(table, samples)
     picks = rng.sample(range(table.codes.shape[0]), min(real_rows, table.codes.shape[0]))
     real_best = real_row_best_matches(table, picks)
@@ -358,8 +363,12 @@ def sample_statistics(
         n_queries=n_queries,
         n_complete=len(complete),
         copies=n_copies,
-        copy_chance=chance,
-        copy_p_value=float(stats.binomtest(n_copies, n_queries, chance, "greater").pvalue)
+        copy_chance=max(marginal, joint),
+        copy_chance_marginal=marginal,
+        copy_chance_joint=joint,
+        copy_p_value=float(
+            stats.binomtest(n_copies, n_queries, max(marginal, joint), "greater").pvalue
+        )
         if n_queries
         else 1.0,
         best_match_samples=float(sample_best.mean()) if len(sample_best) else 0.0,
@@ -429,6 +438,8 @@ def _sample_result(ctx: TestContext, draw: SampleDraw) -> TestResult:
         **count_metrics(HitCount(s.copies, s.n_queries, s.copy_chance)),
         "copies": s.copies,
         "copy_chance": s.copy_chance,
+        "copy_chance_marginal": s.copy_chance_marginal,
+        "copy_chance_joint": s.copy_chance_joint,
         "copy_p_value": s.copy_p_value,
         "best_match_samples": s.best_match_samples,
         "best_match_real_rows": s.best_match_real,
@@ -448,8 +459,9 @@ def _sample_result(ctx: TestContext, draw: SampleDraw) -> TestResult:
         metrics=metrics,
         info={
             "evidence_rule": (
-                "copies of real rows significantly above the chance of independent marginal "
-                f"draws (binomial p < {p.alpha}), at least {p.min_hits} of them"
+                "copies of real rows significantly above the chance copies of a model without "
+                "the rows (the better of independent marginal draws and draws from the data's "
+                f"Gaussian copulas; binomial p < {p.alpha}), at least {p.min_hits} of them"
             ),
             "temperature": draw.temperature,
             "invalid_samples": dict(draw.problems()),
