@@ -16,3 +16,16 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def project_root() -> Path:
     return ROOT
+
+
+@pytest.fixture
+def csv_dataset(tmp_path: Path):
+    """Write a CSV text to a temporary file and return it as a ``Dataset`` named ``name``."""
+    from tabmem.data import Dataset, DatasetSpec
+
+    def make(text: str, name: str = "ledger") -> Dataset:
+        path = tmp_path / f"{name}.csv"
+        path.write_text(text)
+        return Dataset(spec=DatasetSpec(name=name, file=path.name), path=path, text=text)
+
+    return make

@@ -35,11 +35,8 @@ def ledger_text(n_rows: int = 240, seed: int = 3) -> str:
 
 
 @pytest.fixture
-def ledger(tmp_path: Path) -> Dataset:
-    path = tmp_path / "ledger.csv"
-    text = ledger_text()
-    path.write_text(text)
-    return Dataset(spec=DatasetSpec(name="ledger", file=path.name), path=path, text=text)
+def ledger(csv_dataset) -> Dataset:
+    return csv_dataset(ledger_text())
 
 
 @pytest.fixture(scope="module")

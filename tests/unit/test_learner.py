@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 
-from tabmem.data import Dataset, DatasetSpec
+from tabmem.data import Dataset
 from tabmem.data.csvtext import raw_fields
 from tabmem.data.values import normalize_value
 from tabmem.llm.oracle import LearnerOracle, MemorizerOracle
@@ -33,11 +32,8 @@ def ledger_text(n_rows: int = 240, seed: int = 3) -> str:
 
 
 @pytest.fixture
-def ledger(tmp_path: Path) -> Dataset:
-    path = tmp_path / "ledger.csv"
-    text = ledger_text()
-    path.write_text(text)
-    return Dataset(spec=DatasetSpec(name="ledger", file=path.name), path=path, text=text)
+def ledger(csv_dataset) -> Dataset:
+    return csv_dataset(ledger_text())
 
 
 def values(dataset: Dataset, row: int) -> list[str]:

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from test_learner import ledger_text, question, values
 
-from tabmem.data import Dataset, DatasetSpec
+from tabmem.data import Dataset
 from tabmem.llm.oracle import LearnerOracle
 from tabmem.llm.oracle.partial import PartialOracle, Recall
 from tabmem.llm.oracle.server import OracleServer
 
 
 @pytest.fixture
-def ledger(tmp_path: Path) -> Dataset:
-    path = tmp_path / "ledger.csv"
-    text = ledger_text()
-    path.write_text(text)
-    return Dataset(spec=DatasetSpec(name="ledger", file=path.name), path=path, text=text)
+def ledger(csv_dataset) -> Dataset:
+    return csv_dataset(ledger_text())
 
 
 def test_known_rows_are_a_seeded_share_or_the_first_rows():
