@@ -139,10 +139,13 @@ def power_figure(cells: pd.DataFrame, order: list[str]) -> Figure:
             if points:
                 ax.plot(*zip(*points, strict=True), marker="o", label=test)
         ax.axhline(POWER, color="grey", linestyle=":", linewidth=1)
+        shares = sorted(mine["share"].unique())
         ax.set_xscale("log")
+        ax.set_xticks(shares, [f"{share:g}" for share in shares])
+        ax.minorticks_off()
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel("share of each file's rows the model knows")
         ax.set_ylabel("TPR (evidence / applicable cells)")
         ax.set_title(f"TPR by share memorized, {SETTINGS[suite]}", loc="left")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper left")
     return figure

@@ -126,6 +126,7 @@ def write_figure(figure: object, name: str, folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / f"{name}.png", folder / f"{name}.pdf"]
     renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw_without_rendering()  # runs a constrained layout, so the box holds what is drawn
     box = figure.get_tightbbox(renderer).padded(0.1)
     dpi = min(DPI, math.sqrt(MAX_PIXELS / max(box.width * box.height, 1e-9)))
     for path in paths:
