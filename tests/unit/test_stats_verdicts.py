@@ -26,6 +26,13 @@ def test_p_equal_to_alpha_is_not_significant():
     assert decide("x", 0.01, 0.5, 0.01, 0.1).verdict is Verdict.AMBIGUOUS
 
 
+def test_an_effect_equal_to_the_minimum_in_decimals_is_large():
+    assert 0.6 - 0.5 < 0.1  # the float edge: 15 of 25 pairs won against 0.5
+    assert decide("x", 0.001, 0.6 - 0.5, 0.01, 0.1).verdict is Verdict.EVIDENCE
+    assert decide("x", 0.001, 0.12 - 0.02, 0.01, 0.1).verdict is Verdict.EVIDENCE
+    assert decide("x", 0.001, 0.0999, 0.01, 0.1).verdict is Verdict.AMBIGUOUS
+
+
 def test_strongest_prefers_evidence_then_the_first():
     weak = Decision(Verdict.NO_EVIDENCE, "a")
     mid = Decision(Verdict.AMBIGUOUS, "b")

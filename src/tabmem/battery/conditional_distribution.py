@@ -22,6 +22,7 @@ from tabmem.battery.lifecycle import register_lifecycle
 from tabmem.battery.sample import SampleDraw, SamplingSettings, SamplingTest
 from tabmem.results import TestResult, Verdict
 from tabmem.stats.correlation import CorrelationComparison, compare_correlations, numeric_columns
+from tabmem.stats.verdicts import reaches
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def _verdict(c: CorrelationComparison, alpha: float, min_recovery: float) -> tup
         f"the samples recover {c.recovery:.2f} of the data's correlations "
         f"(permutation p={c.p_value:.2g}, n={c.n_samples})"
     )
-    significant, large = c.p_value < alpha, c.recovery >= min_recovery
+    significant, large = c.p_value < alpha, reaches(c.recovery, min_recovery)
     if significant and large:
         return Verdict.EVIDENCE, f"{figures}: the model knows how features go together"
     if significant:

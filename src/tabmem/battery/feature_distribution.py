@@ -23,6 +23,7 @@ from tabmem.battery.sample import SampleDraw, SamplingSettings, SamplingTest, me
 from tabmem.results import TestResult, Verdict
 from tabmem.stats.modes import FeatureModes, compare_modes, poisson_binomial_tail
 from tabmem.stats.samples import data_values
+from tabmem.stats.verdicts import reaches
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def _verdict(
         return Verdict.NOT_APPLICABLE, "no feature has a mode to compare (all text or all ties)"
     share = agree / compared
     figures = f"{agree}/{compared} features agree with the data's mode (p={p_value:.2g})"
-    significant, large = p_value < alpha, share >= min_share
+    significant, large = p_value < alpha, reaches(share, min_share)
     if significant and large:
         return Verdict.EVIDENCE, (
             f"{figures}: more than chance, and at least {min_share:.0%}: the model knows the "

@@ -10,6 +10,7 @@ no floor on a rate.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -31,7 +32,7 @@ def decide(
 ) -> Decision:
     """Apply the rule to one statistic; ``statistic`` names it in the reason sentence."""
     significant = p_value < alpha
-    large = effect >= min_effect
+    large = reaches(effect, min_effect)
     figures = f"{statistic}: effect {effect:+.3f} (minimum {min_effect:g}), p={p_value:.3g}"
     if significant and large:
         return Decision(Verdict.EVIDENCE, f"{figures} < {alpha:g}")
@@ -40,6 +41,12 @@ def decide(
     if large:
         return Decision(Verdict.AMBIGUOUS, f"{figures} is large but not significant at {alpha:g}")
     return Decision(Verdict.NO_EVIDENCE, f"{figures}: neither significant nor large")
+
+
+def reaches(value: float, minimum: float) -> bool:
+    """``value >= minimum``, where a rate's difference that is the minimum in decimals counts:
+    15 of 25 pairs won is 0.6 - 0.5 = 0.0999... in floating point, not less than 0.1."""
+    return value >= minimum or math.isclose(value, minimum, rel_tol=1e-9, abs_tol=1e-12)
 
 
 def strongest(decisions: Iterable[Decision]) -> Decision:
