@@ -1,8 +1,11 @@
 """The contamination lab's plan and its TPR/FPR table, on hand-made cells."""
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
+from tabmem.data import Dataset, DatasetSpec
 from tabmem.errors import ConfigError
 from tabmem.lab.plan import LabPlan, load_lab_config, make_plan
 from tabmem.lab.report import GROUP_BEFORE, GROUP_HELD_OUT, GROUP_PLANTED, lab_cells, rate_table
@@ -46,7 +49,27 @@ def test_plan_needs_a_held_out_dataset_and_positive_repetitions():
         make_plan(config(repetitions=[0]))
 
 
+def test_first_rows_plants_the_header_and_first_rows_exactly_as_in_the_file():
+    plan = make_plan(config(first_rows={"a": 2, "b": 2, "c": 2}, n_planted=3))
+    assert plan.first_rows == {"a": 2, "b": 2, "c": 2}
+    text = "x,y\r\n1,2\r\n3,4\r\n5,6\r\n"
+    dataset = Dataset(DatasetSpec(name="a"), Path("a.csv"), text)
+    assert plan.planted_text(dataset) == "x,y\r\n1,2\r\n3,4\r\n"
+    whole = make_plan(config(first_rows={"a": 9}, n_planted=3))
+    assert whole.planted_text(dataset) == text  # the file is shorter than the limit
+    held = make_plan(config(first_rows={"c": 1}))
+    assert held.first_rows == ({"c": 1} if "c" in held.planted else {})  # only where planted
+    with pytest.raises(ConfigError, match="first_rows"):
+        make_plan(config(first_rows={"d": 5}))  # not plantable
+    with pytest.raises(ConfigError, match="first_rows"):
+        make_plan(config(first_rows={"a": 0}))
+
+
 def test_shipped_lab_settings_load_and_plan():
+    standard = make_plan(load_lab_config("standard"))
+    assert sorted(standard.planted.values()) == [2, 6, 12, 24]
+    assert len(standard.held_out) >= 2
+    assert standard.first_rows == {"openml-diabetes": 150}
     for setting in ("minimal", "full"):
         cfg = load_lab_config(setting)
         plan = make_plan(cfg)

@@ -27,7 +27,7 @@ def train(tmp_path, method):
     settings = {"method": method, "learning_rate": 3e-3, "block_size": 24, "batch_size": 2}
     saved = fine_tune(
         plan,
-        {"toy": toy()},
+        {"toy": plan.planted_text(toy())},
         save_tiny_model(tmp_path / "base"),
         {**settings, "device": "cpu", "lora_r": 4, "lora_alpha": 8},
         tmp_path / "checkpoints",

@@ -2,7 +2,8 @@
 
 The configs live in ``<outputs>/lab/<setting>/conf/model/``; a run finds them with
 ``hydra.searchpath=[file://<outputs>/lab/<setting>/conf]``. Each config records what its
-model has read (``lab.seen``: dataset -> times), so every tracked cell carries its ground truth.
+model has read (``lab.seen``: dataset -> times; ``lab.first_rows``: the files of which only the
+header and first rows were read), so every tracked cell carries its ground truth.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def write_model_configs(
                 "passes": passes,
                 "planted": dict(plan.planted),
                 "seen": {d: plan.seen(d, passes) for d in plan.planted},
+                "first_rows": dict(plan.first_rows),
                 "held_out": list(plan.held_out),
             },
         }

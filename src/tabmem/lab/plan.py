@@ -4,31 +4,36 @@ The choice is seeded: the same lab config gives the same planted datasets, the s
 repetition counts and the same training order. In pass ``p`` (1-based) every planted dataset
 whose repetition count is at least ``p`` is read once, in a seeded order; so after pass ``p`` a
 dataset planted ``r`` times has been read ``min(p, r)`` times, and a checkpoint saved after
-pass ``p`` is a model that has seen each planted file exactly that often.
+pass ``p`` is a model that has seen each planted file exactly that often. A setting may plant
+only the header and first rows of a file (``first_rows``): the pattern the papers found on
+Adult and California Housing, and a real model that knows a share of a file's rows.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from omegaconf import OmegaConf
 
+from tabmem.data import Dataset
 from tabmem.errors import ConfigError
 from tabmem.paths import conf_dir
 
 
 @dataclass(frozen=True)
 class LabPlan:
-    """Planted datasets with their repetition counts, held-out datasets, checkpoints."""
+    """Planted datasets with their repetition counts, held-out datasets, checkpoints, and the
+    planted datasets of which only the first rows are read (dataset -> data rows)."""
 
     name: str
     planted: dict[str, int]
     held_out: list[str]
     checkpoints: list[int]
+    first_rows: dict[str, int] = field(default_factory=dict)
 
     @property
     def passes(self) -> int:
@@ -47,6 +52,14 @@ class LabPlan:
             rng.shuffle(chosen)
             order.append(chosen)
         return order
+
+    def planted_text(self, dataset: Dataset) -> str:
+        """The text the model reads of a planted dataset: the whole file, or its header and
+        first rows (exactly as in the file)."""
+        limit = self.first_rows.get(dataset.name)
+        if limit is None or limit >= len(dataset.rows):
+            return dataset.text
+        return dataset.prefix_text(1 + limit)
 
 
 def load_lab_config(setting: str, overrides: Sequence[str] = ()) -> Any:
@@ -80,9 +93,16 @@ def make_plan(cfg: Mapping[str, Any]) -> LabPlan:
     rng = random.Random(int(cfg["seed"]))
     chosen = rng.sample(plantable, n_planted)
     planted = {d: levels[i % len(levels)] for i, d in enumerate(chosen)}
+    first_rows = {str(d): int(n) for d, n in (cfg.get("first_rows") or {}).items()}
+    outside = sorted(set(first_rows) - set(plantable))
+    if outside or any(n < 1 for n in first_rows.values()):
+        raise ConfigError(
+            f"The lab's first_rows must map plantable datasets to a count >= 1 (got {first_rows})."
+        )
     return LabPlan(
         name=str(cfg["name"]),
         planted=planted,
         held_out=[d for d in pool if d not in planted],
         checkpoints=sorted({int(c) for c in cfg["checkpoints"]}),
+        first_rows={d: n for d, n in first_rows.items() if d in planted},
     )

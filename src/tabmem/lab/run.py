@@ -70,6 +70,7 @@ def run_lab(
     root = outputs_dir.resolve() / "lab" / plan.name
     log(
         f"lab '{plan.name}': planted {plan.planted} (dataset: times read), held out {plan.held_out}"
+        + (f", first rows only {plan.first_rows}" if plan.first_rows else "")
     )
     specs = dataset_specs()
     missing = [d for d in [*plan.planted, *plan.held_out] if d not in specs]
@@ -82,8 +83,8 @@ def run_lab(
     if checkpoints is None:
         base_cfg = base_model_config(str(cfg.base_model))
         weights = base_weights(base_cfg, outputs_dir.resolve() / "weights")
-        datasets = {d: load_dataset(specs[d]) for d in plan.planted}
-        checkpoints = fine_tune(plan, datasets, weights, cfg.training, folder, int(cfg.seed), log)
+        texts = {d: plan.planted_text(load_dataset(specs[d])) for d in plan.planted}
+        checkpoints = fine_tune(plan, texts, weights, cfg.training, folder, int(cfg.seed), log)
         (folder / STAMP).write_text(stamp)
     else:
         log(f"reusing the checkpoints in {folder} (same lab setting)")

@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tabmem.data import Dataset
 from tabmem.errors import ProviderError
 from tabmem.lab.plan import LabPlan
 
@@ -104,14 +103,15 @@ def _step(model: Any, optimizer: Any, batch: list[list[int]], pad: int, device: 
 
 def fine_tune(
     plan: LabPlan,
-    datasets: Mapping[str, Dataset],
+    texts: Mapping[str, str],
     base_weights: Path,
     training: Mapping[str, Any],
     out_dir: Path,
     seed: int,
     log: Callable[[str], None] = print,
 ) -> dict[int, Path]:
-    """Train through the plan's passes, saving the requested checkpoints (pass -> folder)."""
+    """Train through the plan's passes on each planted dataset's text (``texts``, from
+    ``LabPlan.planted_text``), saving the requested checkpoints (pass -> folder)."""
     import torch
 
     torch.manual_seed(seed)
@@ -125,7 +125,7 @@ def fine_tune(
         )
     model.train()
     block_size = int(training.get("block_size", 512))
-    blocks = {d: file_blocks(tokenizer, datasets[d].text, block_size) for d in plan.planted}
+    blocks = {d: file_blocks(tokenizer, texts[d], block_size) for d in plan.planted}
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=float(training.get("learning_rate", 1e-4)))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
