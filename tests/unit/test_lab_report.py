@@ -122,6 +122,17 @@ def test_rate_table_by_hand():
     assert held["ci_high"] == pytest.approx(0.9057, abs=1e-4)
 
 
+def test_a_file_planted_by_its_first_rows_is_named_with_their_count():
+    partial = cell("p8", 8, "a", "evidence", planted=8, seen=8)
+    partial["param.model.lab.first_rows.a"] = "150"
+    frame = runs([partial, cell("p8", 8, "b", "no_evidence", planted=8, seen=8)])
+    cells = lab_cells(frame, "t")
+    assert cells["first_rows"].tolist() == [150, 0]
+    row = rate_table(cells).iloc[0]
+    assert (row["detected"], row["cells"]) == (1, 2)
+    assert row["datasets"] == "a (first 150 rows), b"
+
+
 def test_cells_of_other_settings_are_ignored():
     frame = runs([cell("p8", 8, "a", "evidence", planted=8, seen=8)])
     assert lab_cells(frame, "other").empty

@@ -20,12 +20,23 @@ from tabmem.stats.pvalues import clopper_pearson
 GROUP_PLANTED = "planted"
 GROUP_BEFORE = "planted, before fine-tuning"
 GROUP_HELD_OUT = "held out"
-CELL_COLUMNS = ["run_id", "model", "passes", "dataset", "test", "verdict", "planted", "seen"]
+CELL_COLUMNS = [
+    "run_id",
+    "model",
+    "passes",
+    "dataset",
+    "test",
+    "verdict",
+    "planted",
+    "seen",
+    "first_rows",
+]
 FINGERPRINT = "param.model.lab.fingerprint"
 
 
 def lab_cells(runs: pd.DataFrame, setting: str, fingerprint: str | None = None) -> pd.DataFrame:
-    """The lab's finished cells with their ground truth: planted count and times read.
+    """The lab's finished cells with their ground truth: planted count, times read, and the
+    rows read where only a file's first rows were planted (``first_rows``; 0: the whole file).
 
     Only the cells of one version of the setting count (``fingerprint``; by default the one
     whose cell started last): a setting changed and run again logs into the same experiment,
@@ -52,6 +63,7 @@ def lab_cells(runs: pd.DataFrame, setting: str, fingerprint: str | None = None) 
                 "verdict": run["verdict"],
                 "planted": planted,
                 "seen": _int(run.get(f"param.model.lab.seen.{run['dataset']}")),
+                "first_rows": _int(run.get(f"param.model.lab.first_rows.{run['dataset']}")),
             }
         )
     return pd.DataFrame(rows, columns=CELL_COLUMNS)
@@ -109,12 +121,21 @@ def rate_table(cells: pd.DataFrame) -> pd.DataFrame:
                 "rate": detected / len(part),
                 "ci_low": low,
                 "ci_high": high,
-                "datasets": ", ".join(sorted(set(part["dataset"]))),
+                "datasets": _datasets(part),
             }
         )
     order = {GROUP_PLANTED: 0, GROUP_BEFORE: 1, GROUP_HELD_OUT: 2}
     rows.sort(key=lambda r: (r["test"], order[r["group"]], r["repetitions"]))
     return pd.DataFrame(rows, columns=columns)
+
+
+def _datasets(cells: pd.DataFrame) -> str:
+    """The cells' datasets, each planted by its first rows only named with their count."""
+    names = {
+        d if not n or g == GROUP_HELD_OUT else f"{d} (first {n} rows)"
+        for d, n, g in zip(cells["dataset"], cells["first_rows"], cells["group"], strict=True)
+    }
+    return ", ".join(sorted(names))
 
 
 def markdown_table(table: pd.DataFrame) -> str:
