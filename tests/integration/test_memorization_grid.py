@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from harness import settings_of
 from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,6 +102,6 @@ def test_every_query_is_in_mlflow_with_prompt_and_completion(runs):
     path = client.download_artifacts(run.info.run_id, "queries.json", str(outputs / "dl"))
     table = json.loads(Path(path).read_text())
     rows = [dict(zip(table["columns"], row, strict=True)) for row in table["data"]]
-    assert len(rows) == 25
+    assert len(rows) == settings_of("feature_completion")["n_queries"]
     assert all(r["prompt"].endswith("DiabetesPedigreeFunction =") for r in rows)
     assert all(r["completion"] == r["expected"] for r in rows)

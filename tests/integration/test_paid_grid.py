@@ -30,7 +30,13 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:pydantic")
 
 EXPERIMENT = "paid-grid"
 PRICES = {"input_cost_per_token": 1e-5, "output_cost_per_token": 3e-5}
-GRID = ("-m", "model=priced", "dataset=iris,titanic", "test=row_completion,feature_completion")
+GRID = (
+    "-m",
+    "model=priced",
+    "dataset=iris,titanic",
+    "test=row_completion,feature_completion",
+    "test.n_queries=25",
+)
 NO_NETWORK = """
 import os, socket
 
