@@ -8,7 +8,14 @@ import pytest
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.errors import ConfigError
 from tabmem.lab.plan import LabPlan, load_lab_config, make_plan
-from tabmem.lab.report import GROUP_BEFORE, GROUP_HELD_OUT, GROUP_PLANTED, lab_cells, rate_table
+from tabmem.lab.report import (
+    GROUP_BEFORE,
+    GROUP_HELD_OUT,
+    GROUP_PLANTED,
+    lab_cells,
+    markdown_table,
+    rate_table,
+)
 
 
 def config(**changes):
@@ -131,6 +138,24 @@ def test_a_file_planted_by_its_first_rows_is_named_with_their_count():
     row = rate_table(cells).iloc[0]
     assert (row["detected"], row["cells"]) == (1, 2)
     assert row["datasets"] == "a (first 150 rows), b"
+
+
+def test_not_applicable_cells_are_counted_apart_not_as_misses():
+    frame = runs(
+        [
+            cell("p8", 8, "a", "evidence", planted=8, seen=8, test="row_order"),
+            cell("p8", 8, "b", "not_applicable", planted=8, seen=8, test="row_order"),
+            cell("p8", 8, "c", "not_applicable", test="row_order"),
+        ]
+    )
+    table = rate_table(lab_cells(frame, "t")).set_index(["group", "repetitions"])
+    planted = table.loc[(GROUP_PLANTED, 8)]
+    assert (planted["detected"], planted["cells"], planted["not_applicable"]) == (1, 1, 1)
+    assert planted["rate"] == 1.0
+    held = table.loc[(GROUP_HELD_OUT, 0)]
+    assert (held["cells"], held["not_applicable"]) == (0, 1)
+    assert held["rate"] != held["rate"]  # no applicable cell: no rate (NaN)
+    assert "| 0 / 0 | - | - | 1 |" in markdown_table(rate_table(lab_cells(frame, "t")))
 
 
 def test_cells_of_other_settings_are_ignored():

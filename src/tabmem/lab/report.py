@@ -10,6 +10,7 @@ intervals are wide, and the table says so by showing them.
 
 from __future__ import annotations
 
+from math import nan
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pandas as pd
 
 from tabmem.stats.pvalues import clopper_pearson
 
+NOT_APPLICABLE = "not_applicable"
 GROUP_PLANTED = "planted"
 GROUP_BEFORE = "planted, before fine-tuning"
 GROUP_HELD_OUT = "held out"
@@ -88,7 +90,10 @@ def _group(cells: pd.DataFrame) -> pd.Series:
 
 
 def rate_table(cells: pd.DataFrame) -> pd.DataFrame:
-    """One row per test × group (× times read, for planted): cells, detected, rate, 95 % CI."""
+    """One row per test × group (× times read, for planted): cells, detected, rate, 95 % CI.
+
+    A rate counts the cells where the test applies; ``not_applicable`` cells (a file in an
+    order the data show, no log-probabilities) are counted apart, never as misses."""
     columns = [
         "test",
         "group",
@@ -96,6 +101,7 @@ def rate_table(cells: pd.DataFrame) -> pd.DataFrame:
         "cells",
         "detected",
         "ambiguous",
+        "not_applicable",
         "rate",
         "ci_low",
         "ci_high",
@@ -107,9 +113,10 @@ def rate_table(cells: pd.DataFrame) -> pd.DataFrame:
     cells["repetitions"] = cells["seen"].where(cells["group"] == GROUP_PLANTED, 0)
     rows = []
     keys = ["test", "group", "repetitions"]
-    for (test, group, reps), part in cells.groupby(keys, sort=True):
+    for (test, group, reps), cases in cells.groupby(keys, sort=True):
+        part = cases[cases["verdict"] != NOT_APPLICABLE]
         detected = int((part["verdict"] == "evidence").sum())
-        low, high = clopper_pearson(detected, len(part))
+        low, high = clopper_pearson(detected, len(part)) if len(part) else (nan, nan)
         rows.append(
             {
                 "test": test,
@@ -118,10 +125,11 @@ def rate_table(cells: pd.DataFrame) -> pd.DataFrame:
                 "cells": len(part),
                 "detected": detected,
                 "ambiguous": int((part["verdict"] == "ambiguous").sum()),
-                "rate": detected / len(part),
+                "not_applicable": len(cases) - len(part),
+                "rate": detected / len(part) if len(part) else nan,
                 "ci_low": low,
                 "ci_high": high,
-                "datasets": _datasets(part),
+                "datasets": _datasets(cases),
             }
         )
     order = {GROUP_PLANTED: 0, GROUP_BEFORE: 1, GROUP_HELD_OUT: 2}
@@ -141,8 +149,9 @@ def _datasets(cells: pd.DataFrame) -> str:
 def markdown_table(table: pd.DataFrame) -> str:
     """The rate table as Markdown: TPR rows (planted) and FPR rows (held out)."""
     lines = [
-        "| test | group | repetitions | detected / cells | rate | 95 % CI | datasets |",
-        "|---|---|---|---|---|---|---|",
+        "| test | group | repetitions | detected / cells | rate | 95 % CI | not applicable "
+        "| datasets |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for _, r in table.iterrows():
         kind = (
@@ -152,10 +161,12 @@ def markdown_table(table: pd.DataFrame) -> str:
             if r["group"] == GROUP_HELD_OUT
             else "base"
         )
+        rate, ci = "-", "-"
+        if r["cells"]:
+            rate, ci = f"{kind} {r['rate']:.2f}", f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
         lines.append(
             f"| {r['test']} | {r['group']} | {r['repetitions']} | {r['detected']} / {r['cells']} "
-            f"| {kind} {r['rate']:.2f} | [{r['ci_low']:.2f}, {r['ci_high']:.2f}] "
-            f"| {r['datasets']} |"
+            f"| {rate} | {ci} | {r['not_applicable']} | {r['datasets']} |"
         )
     return "\n".join(lines) + "\n"
 

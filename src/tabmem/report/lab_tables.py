@@ -15,11 +15,13 @@ SETTING = "param.model.lab.setting"
 FOOTNOTE = (
     "Detected: verdict 'evidence'. TPR: planted datasets on checkpoints that read them that "
     "often; FPR: held-out datasets on every checkpoint; base: planted datasets before "
-    "fine-tuning. 95 % Clopper-Pearson intervals. Method: docs/lab.md."
+    "fine-tuning. Rates count the cells where the test applies. 95 % Clopper-Pearson "
+    "intervals. Method: docs/lab.md."
 )
 
 
 def _display(table: pd.DataFrame) -> pd.DataFrame:
+    cells = table["cells"]
     return pd.DataFrame(
         {
             "test": table["test"],
@@ -28,11 +30,12 @@ def _display(table: pd.DataFrame) -> pd.DataFrame:
             "detected / cells": [
                 f"{d} / {c}" for d, c in zip(table["detected"], table["cells"], strict=True)
             ],
-            "rate": [f"{r:.2f}" for r in table["rate"]],
+            "rate": [f"{r:.2f}" if c else "-" for r, c in zip(table["rate"], cells, strict=True)],
             "95 % CI": [
-                f"[{lo:.2f}, {hi:.2f}]"
-                for lo, hi in zip(table["ci_low"], table["ci_high"], strict=True)
+                f"[{lo:.2f}, {hi:.2f}]" if c else "-"
+                for lo, hi, c in zip(table["ci_low"], table["ci_high"], cells, strict=True)
             ],
+            "not applicable": table["not_applicable"],
             "datasets": table["datasets"],
         }
     )
