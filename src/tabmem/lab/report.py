@@ -140,8 +140,8 @@ def rate_table(cells: pd.DataFrame) -> pd.DataFrame:
 def _datasets(cells: pd.DataFrame) -> str:
     """The cells' datasets, each planted by its first rows only named with their count."""
     names = {
-        d if not n or g == GROUP_HELD_OUT else f"{d} (first {n} rows)"
-        for d, n, g in zip(cells["dataset"], cells["first_rows"], cells["group"], strict=True)
+        f"{d} (first {n} rows)" if n else d
+        for d, n in zip(cells["dataset"], cells["first_rows"], strict=True)
     }
     return ", ".join(sorted(names))
 

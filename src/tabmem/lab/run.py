@@ -126,8 +126,9 @@ def _log_report(
     metrics = {}
     for _, r in table.iterrows():
         key = f"{r['test']}.{r['group'].replace(' ', '_').replace(',', '')}.r{r['repetitions']}"
-        metrics[f"{key}.rate"] = r["rate"]
         metrics[f"{key}.cells"] = r["cells"]
+        if r["cells"]:
+            metrics[f"{key}.rate"] = r["rate"]
     store.log_cell(
         f"lab | {plan.name} | report",
         {"lab_report": plan.name, "lab_fingerprint": stamp},
