@@ -94,7 +94,8 @@ browser:
 			&& apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
 		|| echo "chromium is not installed and cannot be here: the browser test will be skipped"
 
-# The contamination lab, minimal setting (CPU, minutes): docs/lab.md. LAB=full on a GPU.
+# The contamination lab, minimal setting (CPU, minutes): docs/lab.md. LAB=standard: four files at
+# graded depths, every test of rows seen (CPU, about 1.5 hours); LAB=full on a GPU.
 LAB ?= minimal
 lab: install
 	$(PY) scripts/contamination_lab.py $(LAB)
