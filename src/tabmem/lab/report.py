@@ -16,9 +16,9 @@ from typing import Any
 
 import pandas as pd
 
+from tabmem.results import Verdict
 from tabmem.stats.pvalues import clopper_pearson
 
-NOT_APPLICABLE = "not_applicable"
 GROUP_PLANTED = "planted"
 GROUP_BEFORE = "planted, before fine-tuning"
 GROUP_HELD_OUT = "held out"
@@ -114,7 +114,7 @@ def rate_table(cells: pd.DataFrame) -> pd.DataFrame:
     rows = []
     keys = ["test", "group", "repetitions"]
     for (test, group, reps), cases in cells.groupby(keys, sort=True):
-        part = cases[cases["verdict"] != NOT_APPLICABLE]
+        part = cases[cases["verdict"] != Verdict.NOT_APPLICABLE]
         detected = int((part["verdict"] == "evidence").sum())
         low, high = clopper_pearson(detected, len(part)) if len(part) else (nan, nan)
         rows.append(
