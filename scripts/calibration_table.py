@@ -20,14 +20,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from tabmem.errors import TabmemError
 from tabmem.report.calibration import write_calibration
+from tabmem.tracking.store import tracking_uri
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--tracking-uri",
-        default="sqlite:///outputs/mlflow.db",
-        help="MLflow store to read (default: %(default)s)",
+        help="MLflow store to read (default: $MLFLOW_TRACKING_URI, else outputs/mlflow.db)",
     )
     parser.add_argument(
         "--out",
@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         help="output folder (default: %(default)s)",
     )
     args = parser.parse_args(argv)
+    args.tracking_uri = tracking_uri(args.tracking_uri, Path("outputs"))
     try:
         written = write_calibration(args.tracking_uri, args.out)
     except TabmemError as exc:

@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from tabmem.errors import TabmemError
 from tabmem.report.paper import write_paper
+from tabmem.tracking.store import tracking_uri
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -44,8 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--tracking-uri",
-        default="sqlite:///outputs/mlflow.db",
-        help="MLflow store to read (default: %(default)s)",
+        help="MLflow store to read (default: $MLFLOW_TRACKING_URI, else outputs/mlflow.db)",
     )
     parser.add_argument(
         "--experiment",
@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         "--out", default="outputs/paper", type=Path, help="output folder (default: %(default)s)"
     )
     args = parser.parse_args(argv)
+    args.tracking_uri = tracking_uri(args.tracking_uri, Path("outputs"))
     started = time.perf_counter()
     try:
         check_store(args.tracking_uri)

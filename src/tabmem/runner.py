@@ -20,7 +20,7 @@ from rich.console import Console
 
 from tabmem.battery.base import TestContext, run_test
 from tabmem.cell import Cell, cell_params, config_hash
-from tabmem.data import load_dataset
+from tabmem.data import Dataset, load_dataset
 from tabmem.data.transforms import apply_transform
 from tabmem.data.twin import twin_info
 from tabmem.errors import ProviderError, TabmemError
@@ -31,20 +31,15 @@ from tabmem.llm.client import LanguageModel
 from tabmem.llm.registry import build_model
 from tabmem.report.terminal import show_result
 from tabmem.results import TestResult
+from tabmem.tracking.inputs import dataset_input
 from tabmem.tracking.naming import run_description, run_title
-from tabmem.tracking.store import TrackingStore, default_tracking_uri
+from tabmem.tracking.store import TrackingStore
 from tabmem.tracking.traces import QueryLog
 
 
 def open_store(cfg: Any) -> TrackingStore:
-    outputs = outputs_dir(cfg)
-    uri = cfg.tracking.uri or default_tracking_uri(outputs)
-    artifact_root = Path(str(cfg.tracking.artifact_root or outputs / "mlartifacts"))
-    return TrackingStore(
-        uri=uri,
-        artifact_root=artifact_root,
-        experiment=str(cfg.experiment),
-        lock_path=outputs / "mlflow.lock",
+    return TrackingStore.at(
+        outputs_dir(cfg), str(cfg.experiment), cfg.tracking.uri, cfg.tracking.artifact_root
     )
 
 
@@ -262,6 +257,7 @@ def _run_pending(
                     console,
                     queries,
                     model.endpoint,
+                    dataset=dataset,
                 )
             )
             started = time.time_ns()
@@ -345,9 +341,11 @@ def log_result(
     queries: QueryLog,
     endpoint: str = "",
     extra_tags: dict[str, str] | None = None,
+    dataset: Dataset | None = None,
 ) -> CellOutcome:
     """A finished cell: verdict, figures, every query and the config, as one FINISHED run
-    (``extra_tags`` mark where its answers came from, such as a transcript)."""
+    (``extra_tags`` mark where its answers came from, such as a transcript; ``dataset``, the
+    data as the model was shown it, becomes the run's dataset input)."""
     console.print(f"[bold]{cell.run_name}[/]")
     show_result(result, console, verbose=bool(cfg.show_queries))
     metrics = {**result.all_metrics(), **calls}
@@ -379,6 +377,7 @@ def log_result(
         start_ms=queries.window_ns[0] // 1_000_000,
         description=run_description(result.verdict.value, result.reason, headline(result)),
         queries=queries if cfg.tracking.get("traces", True) else None,
+        dataset=dataset_input(dataset) if dataset is not None else None,
     )
     close_figures(result)
     outcome = CellOutcome(

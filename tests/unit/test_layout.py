@@ -21,6 +21,7 @@ LAYERS = [
     {"runner"},
     {"api"},
     {"rescore"},
+    {"cli"},
     {"tabmem"},
 ]
 

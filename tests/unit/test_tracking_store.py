@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 
-from tabmem.tracking.store import TrackingStore
+from tabmem.data import dataset_specs, load_dataset
+from tabmem.data.transforms import apply_transform
+from tabmem.paths import data_dir
+from tabmem.tracking.inputs import dataset_input
+from tabmem.tracking.store import TrackingStore, is_remote, tracking_uri
 
 
 def _store(tmp_path, name: str = "exp") -> TrackingStore:
@@ -53,3 +58,34 @@ def test_a_run_starts_when_its_cell_started_and_carries_its_description(tmp_path
     assert run.info.end_time - run.info.start_time >= 90_000
     assert run.data.tags["mlflow.note.content"] == "**evidence**: why."
     assert run.info.run_name == "evidence · m · iris · header"
+
+
+def test_the_store_is_tracking_uri_then_mlflow_tracking_uri_then_the_outputs_file(
+    tmp_path, monkeypatch
+):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert tracking_uri(None, tmp_path) == f"sqlite:///{(tmp_path / 'mlflow.db').resolve()}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5999")
+    assert tracking_uri(None, tmp_path) == "http://127.0.0.1:5999"
+    assert tracking_uri("sqlite:///elsewhere.db", tmp_path) == "sqlite:///elsewhere.db"
+    assert is_remote("http://127.0.0.1:5999") and not is_remote("sqlite:///x.db")
+
+
+def test_a_run_names_its_dataset_as_an_input_with_the_files_sha256(tmp_path):
+    iris = load_dataset(dataset_specs()["iris"])
+    listed = json.loads((data_dir() / "provenance.json").read_text())["files"]
+    sha256 = next(f["sha256"] for f in listed if f["dataset"] == "iris")
+    twin = apply_transform(iris, {"name": "twin"}, 0)
+    store = _store(tmp_path)
+    logged = {}
+    for data in (iris, twin):
+        run_id = store.log_cell("r", {}, {}, {}, {}, {}, False, dataset=dataset_input(data))
+        [found] = store.client.get_run(run_id).inputs.dataset_inputs
+        logged[found.dataset.name] = found
+    assert set(logged) == {"iris", "iris (twin)"}
+    original = logged["iris"]
+    assert original.dataset.digest == sha256[:32]
+    assert {t.key: t.value for t in original.tags}["tabmem.sha256"] == sha256
+    assert json.loads(original.dataset.source)["uri"] == str(iris.path)
+    assert json.loads(original.dataset.profile)["num_rows"] == len(iris.rows)
+    assert logged["iris (twin)"].dataset.digest != original.dataset.digest

@@ -26,7 +26,7 @@ from tabmem.lab.plan import LabPlan, load_lab_config, make_plan
 from tabmem.lab.report import lab_cells, markdown_table, rate_table, write_report
 from tabmem.lab.train import fine_tune
 from tabmem.tracking.runs import load_runs
-from tabmem.tracking.store import TrackingStore, default_tracking_uri
+from tabmem.tracking.store import TrackingStore, tracking_uri
 
 STAMP = "lab-fingerprint.txt"
 
@@ -104,7 +104,7 @@ def run_lab(
     started = time.monotonic()
     run_sweep(command, root / "sweep.log")
     seconds["evaluate"] = time.monotonic() - started
-    uri = default_tracking_uri(outputs_dir.resolve())
+    uri = tracking_uri(None, outputs_dir.resolve())
     cells = lab_cells(load_runs(uri, [experiment]), plan.name, stamp)
     table = rate_table(cells)
     files = write_report(table, cells, root)
@@ -117,12 +117,7 @@ def _log_report(
     outputs: Path, experiment: str, plan: LabPlan, stamp: str, table: pd.DataFrame, files: dict
 ) -> None:
     """The report as one more MLflow run of the lab's experiment (tag ``lab_report``)."""
-    store = TrackingStore(
-        uri=default_tracking_uri(outputs),
-        artifact_root=outputs / "mlartifacts",
-        experiment=experiment,
-        lock_path=outputs / "mlflow.lock",
-    )
+    store = TrackingStore.at(outputs, experiment)
     metrics = {}
     for _, r in table.iterrows():
         key = f"{r['test']}.{r['group'].replace(' ', '_').replace(',', '')}.r{r['repetitions']}"

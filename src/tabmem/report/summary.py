@@ -191,11 +191,11 @@ class SummaryCallback(Callback):
 
     @staticmethod
     def _print(folder: Path, config: Any) -> None:
-        from tabmem.tracking.store import default_tracking_uri
+        from tabmem.tracking.store import tracking_uri
 
         if config.get("dry_run"):
             print_plan(folder)
             return
         outputs = Path(str(config.outputs_dir)).expanduser().resolve()
-        uri = config.tracking.uri or default_tracking_uri(outputs)
+        uri = tracking_uri(config.tracking.uri, outputs)
         print_summary(folder, uri, str(config.experiment))

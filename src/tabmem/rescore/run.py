@@ -117,6 +117,7 @@ def run_rescore(
             console,
             QueryLog(result.records, cell.tags(), window),
             extra_tags={"source": "transcript", "transcript_sha256": digest},
+            dataset=data,
         )
         run_id = outcome.run_id
     else:

@@ -17,11 +17,14 @@ from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock
 
 from tabmem.tracking.traces import QueryLog, build_traces, write_traces
+
+if TYPE_CHECKING:
+    from mlflow.entities import DatasetInput
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
@@ -40,14 +43,41 @@ def default_tracking_uri(outputs_dir: Path) -> str:
     return f"sqlite:///{(outputs_dir / 'mlflow.db').resolve()}"
 
 
+def tracking_uri(configured: str | None, outputs_dir: Path) -> str:
+    """The store to write to: ``tracking.uri`` if set, else MLflow's own ``MLFLOW_TRACKING_URI``
+    (a team's shared server), else the SQLite file in the outputs folder."""
+    return configured or os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(outputs_dir)
+
+
+def is_remote(uri: str) -> bool:
+    """A tracking server, which keeps artifacts where it is configured to, not in our folder."""
+    return uri.startswith(("http://", "https://", "databricks"))
+
+
 @dataclass
 class TrackingStore:
     """An MLflow experiment in a given store, ready for one run per cell."""
 
     uri: str
-    artifact_root: Path
+    artifact_root: Path | None  # None: the tracking server chooses (its --artifacts-destination)
     experiment: str
     lock_path: Path
+
+    @classmethod
+    def at(
+        cls,
+        outputs: Path,
+        experiment: str,
+        uri: str | None = None,
+        artifact_root: str | Path | None = None,
+    ) -> TrackingStore:
+        """The store a grid writing into ``outputs`` uses (``uri`` and ``artifact_root`` as the
+        ``tracking`` config gives them; unset, the defaults of ``tracking_uri``)."""
+        resolved = tracking_uri(uri, outputs)
+        root = Path(str(artifact_root)) if artifact_root else None
+        if root is None and not is_remote(resolved):
+            root = outputs / "mlartifacts"
+        return cls(resolved, root, experiment, outputs / "mlflow.lock")
 
     def __post_init__(self) -> None:
         import mlflow
@@ -57,7 +87,8 @@ class TrackingStore:
         for logger_name in ("mlflow", "alembic"):
             logging.getLogger(logger_name).setLevel(logging.WARNING)
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-        self.artifact_root.mkdir(parents=True, exist_ok=True)
+        if self.artifact_root is not None:
+            self.artifact_root.mkdir(parents=True, exist_ok=True)
         with self.locked():
             mlflow.set_tracking_uri(self.uri)
             self.client = MlflowClient(tracking_uri=self.uri)
@@ -65,7 +96,9 @@ class TrackingStore:
             if found is None:
                 self.experiment_id = self.client.create_experiment(
                     self.experiment,
-                    artifact_location=self.artifact_root.resolve().as_uri(),
+                    artifact_location=(
+                        self.artifact_root.resolve().as_uri() if self.artifact_root else None
+                    ),
                     tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND, NOTE_TAG: EXPERIMENT_NOTE},
                 )
             else:
@@ -107,11 +140,13 @@ class TrackingStore:
         start_ms: int | None = None,
         description: str = "",
         queries: QueryLog | None = None,
+        dataset: DatasetInput | None = None,
     ) -> str:
         """Write one cell as one run (FINISHED or FAILED) and return its id.
 
         The run starts at ``start_ms`` (the cell's real start) and ends when it is written;
-        ``description`` becomes the run's description; ``queries`` become its traces.
+        ``description`` becomes the run's description; ``queries`` become its traces;
+        ``dataset`` its dataset input (``tracking.inputs``).
         """
         from mlflow.entities import Metric, Param, RunTag
 
@@ -128,6 +163,8 @@ class TrackingStore:
             for start in range(0, max(len(metric_list), 1), 500):
                 self.client.log_batch(run_id, metrics=metric_list[start : start + 500])
             self.client.log_batch(run_id, tags=[RunTag("mlflow.runName", run_name)])
+            if dataset is not None:
+                self.client.log_inputs(run_id, datasets=[dataset])
             for artifact_file, frame in tables.items():
                 self.client.log_table(run_id, data=frame, artifact_file=artifact_file)
             for artifact_file, text in texts.items():

@@ -1,0 +1,40 @@
+"""A cell's dataset as an MLflow dataset input, so that the UI's runs list names it.
+
+The input carries the file as the source, the table the model was shown (a twin or a
+perturbed file under the transform's name), and the sha256 of the text the model was shown:
+its first 32 hex digits as the digest (MLflow's column holds 36 characters) and all 64 as a tag.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mlflow.entities import DatasetInput
+
+    from tabmem.data.dataset import Dataset
+
+DIGEST_CHARS = 32
+
+
+def dataset_input(dataset: Dataset) -> DatasetInput:
+    """The dataset input of a run over ``dataset`` (as transformed for the cell)."""
+    import mlflow.data
+    from mlflow.entities import DatasetInput, InputTag
+
+    transform = str(dataset.spec.extra.get("transform", "original"))
+    name = dataset.name if transform == "original" else f"{dataset.name} ({transform})"
+    sha256 = hashlib.sha256(dataset.text.encode("utf-8")).hexdigest()
+    with warnings.catch_warnings():  # a local path matches two registered source kinds
+        warnings.filterwarnings("ignore", "The specified dataset source", UserWarning)
+        logged = mlflow.data.from_pandas(
+            dataset.frame, source=str(dataset.path), name=name, digest=sha256[:DIGEST_CHARS]
+        )
+    tags = [
+        InputTag("mlflow.data.context", "evaluation"),
+        InputTag("tabmem.sha256", sha256),
+        InputTag("tabmem.transform", transform),
+    ]
+    return DatasetInput(logged._to_mlflow_entity(), tags=tags)
