@@ -10,6 +10,7 @@ import json
 import os
 import time
 import traceback
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,14 +28,14 @@ from tabmem.errors import ProviderError, TabmemError
 from tabmem.jobs import SPEND_LEDGER, CellOutcome, outputs_dir, skip_reason, test_plan
 from tabmem.llm.budget import Budget, BudgetReached
 from tabmem.llm.cache import ResponseCache
-from tabmem.llm.client import LanguageModel
+from tabmem.llm.client import Answered, LanguageModel
 from tabmem.llm.registry import build_model
 from tabmem.report.terminal import show_result
 from tabmem.results import TestResult
 from tabmem.tracking.inputs import dataset_input
 from tabmem.tracking.naming import run_description, run_title
 from tabmem.tracking.store import TrackingStore
-from tabmem.tracking.traces import QueryLog
+from tabmem.tracking.traces import QueryLog, match_answers
 
 
 def open_store(cfg: Any) -> TrackingStore:
@@ -43,8 +44,11 @@ def open_store(cfg: Any) -> TrackingStore:
     )
 
 
-def queries_table(result: TestResult) -> pd.DataFrame:
-    """Every query of a result as rows: prompt, expected, completion, score, error."""
+def queries_table(result: TestResult, answered: Sequence[Answered] = ()) -> pd.DataFrame:
+    """Every query of a result as rows: prompt, expected, completion, score, error, and a
+    reasoning model's thoughts (from the calls in ``answered``) where it had any."""
+    calls = match_answers(result.records, answered)
+    thoughts = [c.response.reasoning if c is not None else "" for c in calls]
     return pd.DataFrame(
         [
             {
@@ -53,12 +57,13 @@ def queries_table(result: TestResult) -> pd.DataFrame:
                 "completion": r.completion,
                 "score": r.score,
                 "error": r.error or "",
+                **({"reasoning": thought} if any(thoughts) else {}),
                 **{
                     k: json.dumps(v) if isinstance(v, list | dict) else v
                     for k, v in r.extra.items()
                 },
             }
-            for r in result.records
+            for r, thought in zip(result.records, thoughts, strict=True)
         ]
     )
 
@@ -367,7 +372,10 @@ def log_result(
         tags,
         params,
         metrics,
-        {**({"queries.json": queries_table(result)} if result.records else {}), **result.tables},
+        {
+            **({"queries.json": queries_table(result, queries.answered)} if result.records else {}),
+            **result.tables,
+        },
         {
             "config.yaml": resolved_yaml,
             "result.yaml": yaml.safe_dump(summary, sort_keys=False, allow_unicode=True),

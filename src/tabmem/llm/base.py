@@ -61,13 +61,15 @@ class Request:
 @dataclass
 class Response:
     """A backend's answer, or the reason there is none; ``detail`` holds what a fitted
-    baseline chose (hyperparameters, folds)."""
+    baseline chose (hyperparameters, folds); ``reasoning`` a reasoning model's thoughts, cut
+    off the answer (``tabmem.llm.reasoning``)."""
 
     text: str
     cached: bool = False
     error: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
     detail: dict[str, Any] = field(default_factory=dict)
+    reasoning: str = ""
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -32,6 +32,7 @@ from tabmem.llm.budget import Budget
 from tabmem.llm.cache import ResponseCache, cache_key, fit_key
 from tabmem.llm.plan import RequestPlan, prompt_tokens
 from tabmem.llm.pricing import Price
+from tabmem.llm.reasoning import Reasoning, finish, provider_params
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class CallStats:
     cached_prompt_tokens: int = 0
     cached_completion_tokens: int = 0
     evaluated_tokens: int = 0
+    reasoning_tokens: int = 0  # a reasoning model's thoughts, within completion_tokens
     cost_usd: float = 0.0
     unpriced_answers: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -80,6 +82,7 @@ class CallStats:
             "cached_prompt_tokens": self.cached_prompt_tokens,
             "cached_completion_tokens": self.cached_completion_tokens,
             "evaluated_tokens": self.evaluated_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
             "cost_usd": self.cost_usd,
             "unpriced_answers": self.unpriced_answers,
         }
@@ -147,8 +150,10 @@ class LanguageModel:
         price: Price | None = None,
         budget: Budget | None = None,
         plan: RequestPlan | None = None,
+        reasoning: Reasoning | None = None,
     ) -> None:
         self.backend = backend
+        self.reasoning = reasoning or Reasoning()
         self.name = name
         self.prompt_form = prompt_form
         self.context_window = context_window
@@ -167,6 +172,15 @@ class LanguageModel:
         self.budget_stop: str | None = None
         # Every request ``run`` answered, in order, for the query traces; the runner clears it.
         self.answered: list[Answered] = []
+
+    @property
+    def _identity(self) -> dict[str, Any]:
+        """What keys this model's answers in the cache: the backend's identity, and how the
+        model reasons when it does (the provider is then asked differently)."""
+        identity = self.backend.identity
+        if self.reasoning.active:
+            identity = {**identity, "reasoning": self.reasoning.as_dict()}
+        return identity
 
     @property
     def endpoint(self) -> str:
@@ -237,7 +251,7 @@ class LanguageModel:
         if not requests:
             return []
         started = time.time_ns()
-        keys = [cache_key(self.backend.identity, r) for r in requests]
+        keys = [cache_key(self._identity, r) for r in requests]
         unique = dict(zip(keys, requests, strict=True))
         with self._progress() as progress:
             task = progress.add_task(f"{self.name}: {description}", total=len(unique))
@@ -268,7 +282,7 @@ class LanguageModel:
             response = by_key[key]
             if key in seen:
                 self.stats.add_cached(response.usage)
-                response = Response(response.text, True, response.error, dict(response.usage))
+                response = replace(response, cached=True, usage=dict(response.usage))
             seen.add(key)
             out.append(response)
         return out
@@ -288,19 +302,33 @@ class LanguageModel:
             hit = self.cache.get_entry(key)
             if hit is not None:
                 self.stats.add_cached(hit.usage)
-                self.stats.add(empty_answers=int(hit.text == ""))
                 if self.plan is not None:
                     self.plan.add_cached()
-                return Response(text=hit.text, cached=True, usage=hit.usage)
+                cached = Response(text=hit.text, cached=True, usage=hit.usage)
+                answer = self._finished(cached, request)
+                self.stats.add(empty_answers=int(answer.text == ""))
+                return answer
         if self.plan is not None:
             return self._plan(self.plan, key, request)
         response = self._call_with_retries(request)
         if response.error is None:
-            self.stats.add(empty_answers=int(response.text == ""))
             self._count_usage(response.usage)
             if self.cache is not None:
                 self.cache.put(key, self.name, response.text, response.usage)
+            response = self._finished(response, request)
+            self.stats.add(empty_answers=int(response.text == ""))
         return response
+
+    def _finished(self, raw: Response, request: Request) -> Response:
+        """A reasoning model's answer with its thoughts cut off; others as they are. The cache
+        keeps the raw text, so the thoughts come back with a cached answer. Thoughts of a
+        fresh answer whose provider reported no ``reasoning_tokens`` are counted here."""
+        if not self.reasoning.active:
+            return raw
+        answer, thoughts = finish(raw.text, request.params)
+        if not raw.cached and thoughts and "reasoning_tokens" not in raw.usage:
+            self.stats.add(reasoning_tokens=self.count_tokens(thoughts))
+        return Response(answer, raw.cached, None, raw.usage, raw.detail, thoughts)
 
     def _plan(self, plan: RequestPlan, key: str, request: Request) -> Response:
         """Dry run: count the request, once per model (an earlier test of the cell would have
@@ -311,7 +339,9 @@ class LanguageModel:
         if repeated:
             plan.add_cached()
         else:
-            plan.add(prompt_tokens(self.backend, request), request.params.max_tokens)
+            sent = provider_params(request.params, self.reasoning)
+            tokens = prompt_tokens(self.backend, request)
+            plan.add(tokens, sent.max_tokens, self.reasoning.allowance)
         return Response(text="", error="not sent: dry run")
 
     def _count_usage(self, usage: dict[str, int]) -> None:
@@ -321,6 +351,7 @@ class LanguageModel:
             prompt_tokens=prompt,
             completion_tokens=completion,
             evaluated_tokens=usage.get("evaluated_tokens", 0),
+            reasoning_tokens=usage.get("reasoning_tokens", 0),
         )
         if self.price is None:
             self.stats.add(unpriced_answers=1)
@@ -370,11 +401,12 @@ class LanguageModel:
     def _call(self, request: Request) -> str:
         """The backend's answer, cut where its score is settled when the request has a stop
         rule (backends that cannot stop early still answer the same text)."""
+        params = provider_params(request.params, self.reasoning)
         if request.messages is not None:
-            text = self.backend.chat(list(request.messages), request.params)
+            text = self.backend.chat(list(request.messages), params)
         else:
-            text = self.backend.complete(request.prompt or "", request.params)
-        rule = request.params.stop_rule
+            text = self.backend.complete(request.prompt or "", params)
+        rule = params.stop_rule
         return rule.cut(text or "") if rule is not None else text
 
     def close(self) -> None:

@@ -40,6 +40,7 @@ from tabmem.errors import ConfigError, ProviderError, TransientProviderError
 from tabmem.llm.base import GenerationParams, Message
 from tabmem.llm.endpoint import resolve_endpoint
 from tabmem.llm.openai_http import OpenAICompatibleClient, QueryError, reported_usage
+from tabmem.llm.reasoning import joined
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -90,6 +91,8 @@ class LiteLLMBackend:
     ``api_key_env`` / ``api_base_env`` name environment variables; they are read here,
     once, and a missing one stops the cell before the first query (unless
     ``require_credentials`` is false: a dry run sends nothing, so it needs no key).
+    ``drop_params`` lets litellm leave out what a provider's model refuses (a reasoning model's
+    temperature); the direct path sends every parameter, as self-hosted servers take them.
     """
 
     def __init__(
@@ -105,6 +108,7 @@ class LiteLLMBackend:
         transport: str = "auto",
         require_credentials: bool = True,
         stream: bool = False,
+        drop_params: bool = False,
     ) -> None:
         if transport not in TRANSPORTS:
             raise ConfigError(
@@ -143,6 +147,7 @@ class LiteLLMBackend:
         self.timeout = timeout
         self.extra_params = dict(extra_params or {})
         self.stream = stream
+        self.drop_params = drop_params
         self._openai_client: Any = None
         self._litellm: Any = None
         self._direct: OpenAICompatibleClient | None = None
@@ -184,6 +189,8 @@ class LiteLLMBackend:
             "num_retries": 0,
             "max_retries": 0,
         }
+        if self.drop_params:  # reasoning models refuse temperature and top_p; litellm drops them
+            kwargs["drop_params"] = True
         if self._bases.get(model):
             kwargs["api_base"] = self._bases[model]
         kwargs["api_key"] = self._api_key or "unused"
@@ -240,7 +247,9 @@ class LiteLLMBackend:
             return self._answered(text, usage)
         lt = self._lite()
         response = self._call(lt.completion, messages=messages, **self._common(params, self.model))
-        return self._answered(response.choices[0].message.content or "", response)
+        message = response.choices[0].message
+        thoughts = getattr(message, "reasoning_content", None) or ""
+        return self._answered(joined(message.content or "", thoughts), response)
 
     def complete(self, prompt: str, params: GenerationParams) -> str:
         served = self._direct_name(self.completion_model)

@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 
 from tabmem.errors import ProviderError, TransientProviderError
+from tabmem.llm.reasoning import joined
 from tabmem.llm.stopping import StopRule
 
 RETRY_STATUS = (408, 409, 429)
@@ -59,8 +60,9 @@ class OpenAICompatibleClient:
         self, model: str, messages: list[dict[str, str]], body: dict[str, Any]
     ) -> tuple[str, dict[str, int]]:
         reply = self._post("chat/completions", {"model": model, "messages": messages, **body})
-        content = _first_choice(reply).get("message", {}).get("content")
-        return _text(content), reported_usage(reply.get("usage"))
+        message = _first_choice(reply).get("message") or {}
+        text = joined(_text(message.get("content")), _text(_thoughts(message)))
+        return text, reported_usage(reply.get("usage"))
 
     def complete(self, model: str, prompt: str, body: dict[str, Any]) -> tuple[str, dict[str, int]]:
         reply = self._post("completions", {"model": model, "prompt": prompt, **body})
@@ -69,7 +71,7 @@ class OpenAICompatibleClient:
     def stream(self, path: str, body: dict[str, Any], rule: StopRule) -> tuple[str, dict[str, int]]:
         """POST ``body`` to ``path`` ("chat/completions" or "completions") as a stream; read
         until ``rule`` settles the text or the server ends, then close the stream."""
-        text, usage = "", None
+        text, thoughts, usage = "", "", None
         with (
             self._transport_errors(),
             self._http.stream("POST", path, json={**body, "stream": True}) as response,
@@ -84,9 +86,10 @@ class OpenAICompatibleClient:
                     delta = choices[0].get("delta")
                     piece = delta.get("content") if isinstance(delta, dict) else None
                     text += _text(piece if piece is not None else choices[0].get("text"))
+                    thoughts += _text(_thoughts(delta)) if isinstance(delta, dict) else ""
                 if rule.end(text) is not None:
                     break
-        return text, reported_usage(usage)
+        return joined(text, thoughts), reported_usage(usage)
 
     @contextmanager
     def _transport_errors(self) -> Iterator[None]:
@@ -134,14 +137,32 @@ class OpenAICompatibleClient:
 
 def reported_usage(usage: Any) -> dict[str, int]:
     """``prompt_tokens`` and ``completion_tokens`` as the provider reported them (a dict or
-    litellm's ``Usage``); empty when it reported none."""
+    litellm's ``Usage``), and ``reasoning_tokens`` where it reports a reasoning model's
+    thoughts (``completion_tokens_details``); empty when it reported none."""
     if usage is None:
         return {}
-    get = usage.get if isinstance(usage, dict) else lambda name: getattr(usage, name, None)
-    counts = {name: get(name) for name in ("prompt_tokens", "completion_tokens")}
+    counts = {name: _field(usage, name) for name in ("prompt_tokens", "completion_tokens")}
     if not any(isinstance(v, int) for v in counts.values()):
         return {}
-    return {name: int(v) if isinstance(v, int) else 0 for name, v in counts.items()}
+    reported = {name: int(v) if isinstance(v, int) else 0 for name, v in counts.items()}
+    thinking = _field(_field(usage, "completion_tokens_details"), "reasoning_tokens")
+    if isinstance(thinking, int) and thinking > 0:
+        reported["reasoning_tokens"] = thinking
+    return reported
+
+
+def _field(value: Any, name: str) -> Any:
+    """``value[name]`` of a dict, ``value.name`` of an object, None when absent."""
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def _thoughts(message: dict[str, Any]) -> Any:
+    """A reasoning model's thoughts beside its answer (``reasoning_content`` in vLLM's and
+    DeepSeek's replies, ``reasoning`` in others'); None when there are none."""
+    found = message.get("reasoning_content")
+    return found if found is not None else message.get("reasoning")
 
 
 def _events(lines: Any) -> Any:

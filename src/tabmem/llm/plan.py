@@ -25,13 +25,16 @@ class RequestPlan:
     cached: int = 0
     prompt_tokens: int = 0
     max_completion_tokens: int = 0
+    reasoning_tokens: int = 0  # the reasoning allowance within max_completion_tokens
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def add(self, prompt_tokens: int, max_tokens: int) -> None:
+    def add(self, prompt_tokens: int, max_tokens: int, reasoning_tokens: int = 0) -> None:
+        """One unsent request; ``max_tokens`` includes a reasoning model's ``reasoning_tokens``."""
         with self._lock:
             self.requests += 1
             self.prompt_tokens += prompt_tokens
             self.max_completion_tokens += max_tokens
+            self.reasoning_tokens += reasoning_tokens
 
     def add_cached(self) -> None:
         with self._lock:
@@ -50,6 +53,7 @@ class RequestPlan:
                 "cached": self.cached,
                 "prompt_tokens": self.prompt_tokens,
                 "max_completion_tokens": self.max_completion_tokens,
+                "reasoning_tokens": self.reasoning_tokens,
             }
         return {**counts, "estimated_usd": self.estimate_usd(price)}
 

@@ -13,6 +13,7 @@ from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel, RetryPolicy
 from tabmem.llm.plan import RequestPlan
 from tabmem.llm.pricing import model_price
+from tabmem.llm.reasoning import Reasoning
 from tabmem.llm.weights import assembled_file, package_file
 
 
@@ -124,6 +125,10 @@ def build_backend(
     if kind == "litellm":
         from tabmem.llm.litellm_backend import LiteLLMBackend
 
+        reasoning = Reasoning.from_config(dict(cfg), str(cfg.get("litellm_model", "")))
+        extra = dict(cfg.get("extra_params") or {})
+        if reasoning.effort:
+            extra["reasoning_effort"] = reasoning.effort
         return LiteLLMBackend(
             model=cfg["litellm_model"],
             completion_model=cfg.get("completion_model"),
@@ -132,9 +137,10 @@ def build_backend(
             api_base_env=cfg.get("api_base_env"),
             api_key_env=cfg.get("api_key_env"),
             timeout=timeout,
-            extra_params=dict(cfg.get("extra_params") or {}),
+            extra_params=extra,
             require_credentials=require_credentials,
             stream=bool(cfg.get("stream", False)),
+            drop_params=reasoning.active,
         )
     if kind == "oracle":
         return OracleBackend(
@@ -197,4 +203,5 @@ def build_model(
         price=price,
         budget=budget,
         plan=plan,
+        reasoning=Reasoning.from_config(dict(cfg), str(cfg.get("litellm_model") or cfg["name"])),
     )

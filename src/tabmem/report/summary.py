@@ -106,7 +106,7 @@ def plan_table(plans: list[dict[str, Any]]) -> Table:
         table.add_row(
             *(str(p.get(c, "")) for c in columns[:4]),
             *(_count(p.get(c)) for c in ("requests", "cached", "prompt_tokens")),
-            _count(p.get("max_completion_tokens")),
+            _count(p.get("max_completion_tokens")) + _thinking(p.get("reasoning_tokens")),
             _estimate(p),
             str(p.get("note", "")),
         )
@@ -132,6 +132,11 @@ def plan_table(plans: list[dict[str, Any]]) -> Table:
 
 def _count(value: Any) -> str:
     return "-" if value is None else f"{value:,}"
+
+
+def _thinking(value: Any) -> str:
+    """The reasoning allowance within a bound, where the model reasons."""
+    return f" (thinking {value:,})" if value else ""
 
 
 def _estimate(plan: dict[str, Any]) -> str:

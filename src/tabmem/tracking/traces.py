@@ -92,6 +92,7 @@ def build_traces(log: QueryLog, experiment_id: str, run_id: str) -> TraceBatch:
                 if call
                 else {}
             ),
+            **({"reasoning": call.response.reasoning} if call and call.response.reasoning else {}),
             **({"error": record.error} if record.error else {}),
             **{f"extra.{k}": v for k, v in record.extra.items() if _scalar(v)},
         }

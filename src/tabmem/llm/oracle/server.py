@@ -7,7 +7,11 @@ Endpoints: ``GET /v1/models``, ``POST /v1/chat/completions`` and ``POST /v1/comp
 OpenAI's request and response shapes. ``model`` picks the oracle (``oracle-memorizer``,
 ``oracle-marginal``, ``oracle-null``, ``oracle-learner``, ``oracle-copula``, or a partial
 memorizer such as ``oracle-partial-random-0.2-s0``: tabmem.llm.oracle.partial). A chat request's
-prompt text is its last user message.
+prompt text is its last user message. A name ending in ``+think`` answers as a reasoning model
+served without a reasoning parser: a ``<think>`` block of a few lines, then the oracle's answer,
+with ``stop`` and ``max_tokens`` applied to the whole text as such a server does; ``+reason``
+as one served with a parser: the thoughts in the chat reply's ``reasoning_content`` (and
+``completion_tokens_details.reasoning_tokens``), the answer in ``content``.
 Without ``max_tokens`` a completion gets 16 tokens (OpenAI's default) and a chat reply 4096.
 Token counts in ``usage`` are characters / 4, rounded up, like the oracles' own tokens.
 ``"stream": true`` sends the answer as server-sent events, one token (4 characters) each, then
@@ -47,6 +51,9 @@ from tabmem.llm.oracle.models import (
 from tabmem.llm.oracle.partial import PartialOracle, Recall
 
 DEFAULT_MAX_TOKENS = {"chat": 4096, "completion": 16}
+THINKING = {"+think": "inline", "+reason": "separate"}
+THOUGHTS = "Okay, this is the start of a table.\nLet me recall how it goes on, line by line.\n"
+BLOCK = f"<think>\n{THOUGHTS}</think>\n\n"
 
 
 def load_available_datasets() -> list[Dataset]:
@@ -260,7 +267,14 @@ class OracleServer(LocalServer):
 
     def _generate(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
         model = body.get("model")
-        oracle = self.oracle(model)
+        thinking = "none"
+        for suffix, mode in THINKING.items():
+            if isinstance(model, str) and model.endswith(suffix):
+                thinking = "inline" if kind == "completion" else mode
+                oracle = self.oracle(model.removesuffix(suffix))
+                break
+        else:
+            oracle = self.oracle(model)
         if oracle is None:
             raise ApiError(
                 HTTPStatus.NOT_FOUND,
@@ -279,20 +293,27 @@ class OracleServer(LocalServer):
         temperature = float(temperature) if isinstance(temperature, int | float) else 1.0
         prompts, prompt_chars = _prompts(kind, body)
         choices = []
+        reserved = {"none": 0, "inline": _tokens(BLOCK), "separate": _tokens(THOUGHTS)}
+        thought_tokens = reserved[thinking]
         for index, prompt in enumerate(prompts):
-            answer = oracle.answer(prompt, max_tokens, stop, seed, temperature, chat=kind == "chat")
-            content: dict[str, Any] = (
-                {"message": {"role": "assistant", "content": answer.text}}
-                if kind == "chat"
-                else {"text": answer.text}
-            )
-            choices.append(
-                {"index": index, **content, "finish_reason": answer.finish_reason, "logprobs": None}
-            )
+            budget = max(0, max_tokens - thought_tokens)
+            answer = oracle.answer(prompt, budget, stop, seed, temperature, chat=kind == "chat")
+            text, finish = answer.text, answer.finish_reason
+            if thinking == "inline":
+                text, finish = _after_thoughts(text, finish, stop, max_tokens)
+            message: dict[str, Any] = {"role": "assistant", "content": text}
+            if thinking == "separate":
+                message["reasoning_content"] = THOUGHTS
+            content = {"message": message} if kind == "chat" else {"text": text}
+            choices.append({"index": index, **content, "finish_reason": finish, "logprobs": None})
         prompt_tokens = _tokens(prompt_chars)
         completion_tokens = sum(
             _tokens(c["message"]["content"] if kind == "chat" else c["text"]) for c in choices
         )
+        details = {}
+        if thinking == "separate":
+            completion_tokens += thought_tokens * len(choices)
+            details = {"completion_tokens_details": {"reasoning_tokens": thought_tokens}}
         return {
             "id": f"{'chatcmpl' if kind == 'chat' else 'cmpl'}-{uuid.uuid4().hex}",
             "object": "chat.completion" if kind == "chat" else "text_completion",
@@ -303,8 +324,20 @@ class OracleServer(LocalServer):
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
+                **details,
             },
         }
+
+
+def _after_thoughts(answer: str, finish: str, stop: list[str], max_tokens: int) -> tuple[str, str]:
+    """A think block, then ``answer``: a stop sequence inside the block ends the text there,
+    and ``max_tokens`` counts the block too, as a server without a reasoning parser does."""
+    cuts = [BLOCK.find(s) for s in stop if s and s in BLOCK]
+    if cuts:
+        return BLOCK[: min(cuts)], "stop"
+    if _tokens(BLOCK) >= max_tokens:
+        return BLOCK[: max_tokens * CHARS_PER_TOKEN], "length"
+    return BLOCK + answer, finish
 
 
 def _parse_json(raw: bytes) -> dict[str, Any]:

@@ -1,0 +1,140 @@
+"""Reasoning models: thoughts cut off the answer, stops applied after them, room for them."""
+
+from __future__ import annotations
+
+import pytest
+
+from tabmem.errors import ConfigError
+from tabmem.llm.base import GenerationParams, Request
+from tabmem.llm.cache import ResponseCache
+from tabmem.llm.client import LanguageModel
+from tabmem.llm.openai_http import reported_usage
+from tabmem.llm.plan import RequestPlan
+from tabmem.llm.reasoning import Reasoning, finish, provider_params, split_thoughts
+from tabmem.llm.stopping import StopRule
+
+
+@pytest.mark.parametrize(
+    ("text", "answer", "thoughts"),
+    [
+        ("<think>\nrows?\nyes</think>\n\n5.1,3.5", "5.1,3.5", "rows?\nyes"),
+        ("  <THINKING>a</THINKING>b", "b", "a"),
+        ("<reasoning>a</reasoning>b</think>c", "b</think>c", "a"),
+        ("the R1 form: prompt opened it</think>answer", "answer", "the R1 form: prompt opened it"),
+        ("<think>ran out of tokens", "", "ran out of tokens"),
+        ("no thoughts at all", "no thoughts at all", ""),
+        ("an answer that mentions <think> later", "an answer that mentions <think> later", ""),
+    ],
+)
+def test_thoughts_are_split_off_the_answer(text, answer, thoughts):
+    assert split_thoughts(text) == (answer, thoughts)
+
+
+def test_stops_and_the_stop_rule_apply_to_the_answer_after_the_thoughts():
+    params = GenerationParams(max_tokens=10, stop=("\n",))
+    assert finish("<think>line one\nline two</think>a,b\nc,d", params) == (
+        "a,b",
+        "line one\nline two",
+    )
+    rule = StopRule.verbatim("a,b")
+    ruled = GenerationParams(max_tokens=10, stop_rule=rule)
+    assert finish("<think>x</think>a,c,d", ruled)[0] == rule.cut("a,c,d") != "a,c,d"
+
+
+def test_the_provider_gets_no_stops_and_room_for_thoughts():
+    params = GenerationParams(max_tokens=30, stop=("\n",), stop_rule=StopRule.verbatim("x"))
+    sent = provider_params(params, Reasoning("inline", allowance=500))
+    assert (sent.max_tokens, sent.stop, sent.stop_rule) == (530, (), None)
+    assert provider_params(params, Reasoning()) is params
+
+
+@pytest.mark.parametrize(
+    ("name", "mode"),
+    [
+        ("o3-mini", "separate"),
+        ("openai/gpt-5", "separate"),
+        ("deepseek/deepseek-reasoner", "separate"),
+        ("ollama/qwen3:8b", "inline"),
+        ("hosted_vllm/deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", "inline"),
+        ("gpt-4o", "none"),
+        ("openai/oracle-memorizer", "none"),
+    ],
+)
+def test_a_model_name_implies_a_default_mode(name, mode):
+    reasoning = Reasoning.from_config({}, name)
+    assert reasoning.mode == mode
+    assert reasoning.allowance == (0 if mode == "none" else 2048)
+
+
+def test_a_config_overrides_the_default_and_an_unknown_mode_is_refused():
+    assert Reasoning.from_config({"reasoning": "none"}, "o3").mode == "none"
+    chosen = Reasoning.from_config(
+        {"reasoning": "inline", "reasoning_allowance": 64, "reasoning_effort": "low"}, "m"
+    )
+    assert (chosen.mode, chosen.allowance, chosen.effort) == ("inline", 64, "low")
+    with pytest.raises(ConfigError, match="not a mode"):
+        Reasoning.from_config({"reasoning": "loud"}, "m")
+
+
+def test_reported_reasoning_tokens_are_kept():
+    usage = {
+        "prompt_tokens": 5,
+        "completion_tokens": 40,
+        "completion_tokens_details": {"reasoning_tokens": 32},
+    }
+    assert reported_usage(usage) == {
+        "prompt_tokens": 5,
+        "completion_tokens": 40,
+        "reasoning_tokens": 32,
+    }
+    assert "reasoning_tokens" not in reported_usage({"prompt_tokens": 5, "completion_tokens": 4})
+
+
+class ThinkingBackend:
+    """Thinks, then answers ``a,b`` and a second line, unless a stop sequence came first."""
+
+    def __init__(self) -> None:
+        self.identity = {"provider": "thinking"}
+        self.sent: list[GenerationParams] = []
+
+    def complete(self, prompt, params):
+        self.sent.append(params)
+        text = "<think>first\nsecond</think>a,b\nc,d"
+        for stop in params.stop:
+            text = text.split(stop)[0]
+        return text
+
+    def count_tokens(self, text):
+        return len(text.split())
+
+    def close(self):
+        pass
+
+
+def test_a_reasoning_model_answers_after_its_thoughts_and_keeps_them_in_the_cache(tmp_path):
+    params = GenerationParams(max_tokens=8, stop=("\n",))
+    backend = ThinkingBackend()
+    plain = LanguageModel(backend, "m", show_progress=False)
+    assert plain.run([Request(params=params, prompt="p")])[0].text == "<think>first"
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    thinking = LanguageModel(
+        backend, "m", cache=cache, show_progress=False, reasoning=Reasoning("inline", 100)
+    )
+    [fresh] = thinking.run([Request(params=params, prompt="p")])
+    assert (fresh.text, fresh.reasoning) == ("a,b", "first\nsecond")
+    assert backend.sent[-1].max_tokens == 108 and backend.sent[-1].stop == ()
+    assert thinking.stats.reasoning_tokens == 2  # "first\nsecond": two words by this tokenizer
+    [again] = thinking.run([Request(params=params, prompt="p")])
+    assert (again.text, again.reasoning, again.cached) == ("a,b", "first\nsecond", True)
+    assert len(backend.sent) == 2
+
+
+def test_a_dry_run_counts_the_reasoning_allowance_in_the_bound():
+    plan = RequestPlan()
+    model = LanguageModel(
+        ThinkingBackend(), "m", show_progress=False, plan=plan, reasoning=Reasoning("inline", 100)
+    )
+    model.run([Request(params=GenerationParams(max_tokens=8), prompt=f"p{i}") for i in range(3)])
+    counted = plan.as_dict(None)
+    assert counted["max_completion_tokens"] == 3 * 108
+    assert counted["reasoning_tokens"] == 300
