@@ -20,7 +20,7 @@ from tabmem.cell import Cell
 from tabmem.data import load_dataset
 from tabmem.data.transforms import apply_transform
 from tabmem.errors import TabmemError
-from tabmem.jobs import outputs_dir, skip_reason, test_plan
+from tabmem.jobs import batch_dir, outputs_dir, skip_reason, test_plan
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.plan import RequestPlan
@@ -36,7 +36,12 @@ def plan_cell(cfg: Any, job_dir: Path, console: Console) -> None:
     try:
         dataset = apply_transform(load_dataset(cfg.dataset), cfg.transform, int(cfg.seed))
         model = build_model(
-            cfg.model, cache, outputs_dir(cfg) / "weights", show_progress=False, plan=RequestPlan()
+            cfg.model,
+            cache,
+            outputs_dir(cfg) / "weights",
+            show_progress=False,
+            plan=RequestPlan(),
+            batch_dir=batch_dir(cfg),
         )
         for name, test_cfg in test_plan(cfg.test):
             cell = replace(Cell.from_config(cfg), test=name)

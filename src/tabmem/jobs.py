@@ -65,6 +65,11 @@ def outputs_dir(cfg: Any) -> Path:
     return Path(str(cfg.outputs_dir)).expanduser().resolve()
 
 
+def batch_dir(cfg: Any) -> Path | None:
+    """Where a grid with ``batch=true`` keeps its pending batches' ids; None without it."""
+    return outputs_dir(cfg) / "batches" if cfg.get("batch") else None
+
+
 def test_plan(test_cfg: Any) -> list[tuple[str, Any]]:
     """The tests a cell runs: one, or each member of a suite such as ``test=memorization``."""
     suite = test_cfg.get("suite")

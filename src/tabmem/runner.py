@@ -25,7 +25,14 @@ from tabmem.data import Dataset, load_dataset
 from tabmem.data.transforms import apply_transform
 from tabmem.data.twin import twin_info
 from tabmem.errors import ProviderError, TabmemError
-from tabmem.jobs import SPEND_LEDGER, CellOutcome, outputs_dir, skip_reason, test_plan
+from tabmem.jobs import (
+    SPEND_LEDGER,
+    CellOutcome,
+    batch_dir,
+    outputs_dir,
+    skip_reason,
+    test_plan,
+)
 from tabmem.llm.budget import Budget, BudgetReached
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import Answered, LanguageModel
@@ -201,6 +208,7 @@ def _run_pending(
                 show_progress=bool(cfg.progress),
                 budget=budget,
                 threads=threads,
+                batch_dir=batch_dir(cfg),
             )
         except Exception as exc:
             return [

@@ -28,8 +28,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from tabmem.errors import ProviderError, TransientProviderError
 from tabmem.llm.base import Backend, FitRequest, Request, Response, capabilities_of
+from tabmem.llm.batch import BatchAnswer, BatchClient, BatchJob
 from tabmem.llm.budget import Budget
 from tabmem.llm.cache import ResponseCache, cache_key, fit_key
+from tabmem.llm.openai_http import reply_text, reported_usage
 from tabmem.llm.plan import RequestPlan, prompt_tokens
 from tabmem.llm.pricing import Price
 from tabmem.llm.reasoning import Reasoning, finish, provider_params
@@ -151,9 +153,11 @@ class LanguageModel:
         budget: Budget | None = None,
         plan: RequestPlan | None = None,
         reasoning: Reasoning | None = None,
+        batch: BatchClient | None = None,
     ) -> None:
         self.backend = backend
         self.reasoning = reasoning or Reasoning()
+        self.batch = batch
         self.name = name
         self.prompt_form = prompt_form
         self.context_window = context_window
@@ -261,7 +265,9 @@ class LanguageModel:
                 progress.advance(task)
                 return response
 
-            if self.max_concurrency == 1 or len(unique) == 1:
+            if self.batch is not None and self.plan is None:
+                answers = self._batched(self.batch, unique, progress, task)
+            elif self.max_concurrency == 1 or len(unique) == 1:
                 answers = [answer(item) for item in unique.items()]
             else:
                 workers = min(self.max_concurrency, len(unique))
@@ -318,6 +324,57 @@ class LanguageModel:
             response = self._finished(response, request)
             self.stats.add(empty_answers=int(response.text == ""))
         return response
+
+    def _batched(
+        self, batch: BatchClient, unique: dict[str, Request], progress: Progress, task: Any
+    ) -> list[Response]:
+        """Cached answers from the cache, the rest as one batch per endpoint (Batch API); each
+        answer is cached as it is read back."""
+        answers: dict[str, Response] = {}
+        jobs: list[BatchJob] = []
+        for key, request in unique.items():
+            hit = self.cache.get_entry(key) if self.cache is not None else None
+            if hit is not None:
+                self.stats.add_cached(hit.usage)
+                answer = self._finished(Response(hit.text, True, usage=hit.usage), request)
+                self.stats.add(empty_answers=int(answer.text == ""))
+                answers[key] = answer
+                progress.advance(task)
+                continue
+            sent = provider_params(request.params, self.reasoning)
+            jobs.append(BatchJob(key, *self.backend.batch_job(request, sent)))  # type: ignore[attr-defined]
+        stop = self.budget.reached() if self.budget is not None and jobs else None
+        if stop:
+            self.budget_stop = stop
+            self.stats.add(failures=len(jobs))
+            answers.update({j.custom_id: Response("", error=f"not sent: {stop}") for j in jobs})
+            jobs = []
+        if jobs:
+            already = len(answers)
+            read = batch.run(jobs, lambda done, _: progress.update(task, completed=already + done))
+            self.stats.add(model_calls=len(jobs))
+            for job in jobs:
+                answers[job.custom_id] = self._batch_answer(job, read[job.custom_id], unique)
+        return [answers[key] for key in unique]
+
+    def _batch_answer(
+        self, job: BatchJob, read: BatchAnswer, unique: dict[str, Request]
+    ) -> Response:
+        """One job's answer as a response: cached, counted and priced like a live one."""
+        if read.body is None:
+            self.stats.add(failures=1)
+            return Response("", error=read.error or "no answer")
+        request = unique[job.custom_id]
+        text = reply_text(job.kind, read.body)
+        rule = provider_params(request.params, self.reasoning).stop_rule
+        text = rule.cut(text) if rule is not None else text
+        usage = reported_usage(read.body.get("usage"))
+        self._count_usage(usage)
+        if self.cache is not None:
+            self.cache.put(job.custom_id, self.name, text, usage)
+        answer = self._finished(Response(text, usage=usage), request)
+        self.stats.add(empty_answers=int(answer.text == ""))
+        return answer
 
     def _finished(self, raw: Response, request: Request) -> Response:
         """A reasoning model's answer with its thoughts cut off; others as they are. The cache
@@ -411,6 +468,8 @@ class LanguageModel:
 
     def close(self) -> None:
         self.backend.close()
+        if self.batch is not None:
+            self.batch.close()
 
 
 def _plain(value: Any) -> Any:

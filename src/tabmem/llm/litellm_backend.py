@@ -34,10 +34,12 @@ import os
 import threading
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from tabmem.errors import ConfigError, ProviderError, TransientProviderError
-from tabmem.llm.base import GenerationParams, Message
+from tabmem.llm.base import GenerationParams, Message, Request
+from tabmem.llm.batch import BatchClient
 from tabmem.llm.endpoint import resolve_endpoint
 from tabmem.llm.openai_http import OpenAICompatibleClient, QueryError, reported_usage
 from tabmem.llm.reasoning import joined
@@ -266,6 +268,26 @@ class LiteLLMBackend:
         )
         return self._answered(response.choices[0].text or "", response)
 
+    def batch_job(self, request: Request, params: GenerationParams) -> tuple[str, dict[str, Any]]:
+        """``request`` as a Batch API job: its kind and the body OpenAI's API takes."""
+        body = self._body(params)
+        if request.messages is not None:
+            return "chat", {"model": _served(self.model), "messages": [*request.messages], **body}
+        prompt = request.prompt or ""
+        return "complete", {"model": _served(self.completion_model), "prompt": prompt, **body}
+
+    def batch_client(self, state_dir: Path, poll_seconds: float) -> BatchClient:
+        """A Batch API client for this model's endpoint (OpenAI's protocol)."""
+        provider = self.model.partition("/")[0] if "/" in self.model else "openai"
+        if provider not in OPENAI_PROVIDERS or not self.endpoint.url:
+            raise ConfigError(
+                f"batch=true speaks OpenAI's Batch API; model '{self.name}' ({self.model}) "
+                "is not served that way. Run it without batch=true."
+            )
+        return BatchClient(
+            self.endpoint.url, self._api_key, state_dir, poll_seconds, timeout=self.timeout
+        )
+
     def _answered(self, text: str, reply: Any) -> str:
         """Keep the usage of this thread's answer for ``take_usage``; return the text."""
         usage = reply if isinstance(reply, dict) else reported_usage(getattr(reply, "usage", None))
@@ -324,6 +346,11 @@ class LiteLLMBackend:
         if self._openai_client is not None:
             self._openai_client.close()
             self._openai_client = None
+
+
+def _served(model: str) -> str:
+    """The provider's name of a litellm model name (``openai/gpt-4o`` → ``gpt-4o``)."""
+    return model.partition("/")[2] if "/" in model else model
 
 
 def _retry_after(exc: Exception) -> float | None:

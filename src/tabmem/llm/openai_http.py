@@ -60,13 +60,11 @@ class OpenAICompatibleClient:
         self, model: str, messages: list[dict[str, str]], body: dict[str, Any]
     ) -> tuple[str, dict[str, int]]:
         reply = self._post("chat/completions", {"model": model, "messages": messages, **body})
-        message = _first_choice(reply).get("message") or {}
-        text = joined(_text(message.get("content")), _text(_thoughts(message)))
-        return text, reported_usage(reply.get("usage"))
+        return reply_text("chat", reply), reported_usage(reply.get("usage"))
 
     def complete(self, model: str, prompt: str, body: dict[str, Any]) -> tuple[str, dict[str, int]]:
         reply = self._post("completions", {"model": model, "prompt": prompt, **body})
-        return _text(_first_choice(reply).get("text")), reported_usage(reply.get("usage"))
+        return reply_text("complete", reply), reported_usage(reply.get("usage"))
 
     def stream(self, path: str, body: dict[str, Any], rule: StopRule) -> tuple[str, dict[str, int]]:
         """POST ``body`` to ``path`` ("chat/completions" or "completions") as a stream; read
@@ -133,6 +131,16 @@ class OpenAICompatibleClient:
 
     def close(self) -> None:
         self._http.close()
+
+
+def reply_text(kind: str, reply: dict[str, Any]) -> str:
+    """The text of a chat (``kind`` "chat") or plain completion reply; a reasoning model's
+    separate thoughts joined before it as a think block."""
+    choice = _first_choice(reply)
+    if kind != "chat":
+        return _text(choice.get("text"))
+    message = choice.get("message") or {}
+    return joined(_text(message.get("content")), _text(_thoughts(message)))
 
 
 def reported_usage(usage: Any) -> dict[str, int]:

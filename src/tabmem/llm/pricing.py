@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 PRICE_KEYS = ("input_cost_per_token", "output_cost_per_token")
+BATCH_KEYS = ("input_cost_per_token_batches", "output_cost_per_token_batches")
+BATCH_DISCOUNT = 0.5  # OpenAI's and Anthropic's batch rate, where the cost map has none
 
 
 @dataclass(frozen=True)
@@ -28,12 +30,16 @@ class Price:
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return prompt_tokens * self.input_per_token + completion_tokens * self.output_per_token
 
+    def discounted(self, factor: float, source: str) -> Price:
+        return Price(self.input_per_token * factor, self.output_per_token * factor, source)
+
 
 FREE = Price(0.0, 0.0, "runs here")
 
 
-def map_price(model: str) -> Price | None:
-    """``model``'s price in litellm's offline cost map, or None when the map has none."""
+def map_price(model: str, keys: tuple[str, str] = PRICE_KEYS) -> Price | None:
+    """``model``'s price in litellm's offline cost map (``keys``: the batch prices instead),
+    or None when the map has none."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
@@ -41,17 +47,26 @@ def map_price(model: str) -> Price | None:
         info = litellm.get_model_info(model)
     except Exception:
         return None
-    prices = [info.get(key) for key in PRICE_KEYS]
+    prices = [info.get(key) for key in keys]
     if any(not isinstance(p, int | float) for p in prices):
         return None
-    return Price(float(prices[0]), float(prices[1]), "litellm cost map")
+    source = "litellm cost map" + (", batch prices" if keys == BATCH_KEYS else "")
+    return Price(float(prices[0]), float(prices[1]), source)
 
 
-def model_price(cfg: Mapping[str, Any]) -> Price | None:
-    """The price of the model a config names; None when it is unknown."""
+def model_price(cfg: Mapping[str, Any], batch: bool = False) -> Price | None:
+    """The price of the model a config names; None when it is unknown. ``batch``: the price
+    through the Batch API (the cost map's batch prices, else half the price)."""
     if any(cfg.get(key) is not None for key in PRICE_KEYS):
         given = [float(cfg.get(key) or 0.0) for key in PRICE_KEYS]
-        return Price(given[0], given[1], "model config")
-    if cfg.get("backend") != "litellm":
+        price = Price(given[0], given[1], "model config")
+    elif cfg.get("backend") != "litellm":
         return FREE
-    return map_price(str(cfg["litellm_model"]))
+    else:
+        model = str(cfg["litellm_model"])
+        if batch and (listed := map_price(model, BATCH_KEYS)) is not None:
+            return listed
+        price = map_price(model)
+    if price is None or not batch:
+        return price
+    return price.discounted(BATCH_DISCOUNT, f"{price.source}, half for the Batch API")

@@ -177,18 +177,30 @@ def build_model(
     budget: Budget | None = None,
     plan: RequestPlan | None = None,
     threads: int | None = None,
+    batch_dir: Path | None = None,
 ) -> LanguageModel:
     """A cached, concurrent, retrying model from its config; priced, capped by ``budget``,
-    and sending nothing when ``plan`` is given (a dry run)."""
+    and sending nothing when ``plan`` is given (a dry run). ``batch_dir``: send through the
+    Batch API, at its price, keeping pending batches' ids there."""
     retry = cfg.get("retry") or {}
-    price = model_price(cfg)
+    price = model_price(cfg, batch=batch_dir is not None)
     if budget is not None and price is None:
         raise ConfigError(
             f"budget_usd needs the price of model '{cfg['name']}', which litellm's cost map "
             "lacks; set input_cost_per_token and output_cost_per_token in its config."
         )
+    backend = build_backend(cfg, weights_dir, require_credentials=plan is None, threads=threads)
+    batch = None
+    if batch_dir is not None:
+        if not hasattr(backend, "batch_client"):
+            raise ConfigError(
+                f"batch=true sends API requests through a Batch API; model '{cfg['name']}' "
+                f"(backend {cfg.get('backend')}) is not an API model. Run it without batch=true."
+            )
+        if plan is None:
+            batch = backend.batch_client(batch_dir, float(cfg.get("batch_poll_seconds", 30)))
     return LanguageModel(
-        backend=build_backend(cfg, weights_dir, require_credentials=plan is None, threads=threads),
+        backend=backend,
         name=cfg["name"],
         prompt_form=cfg.get("prompt_form", "chat"),
         context_window=int(cfg.get("context_window", 4096)),
@@ -204,4 +216,5 @@ def build_model(
         budget=budget,
         plan=plan,
         reasoning=Reasoning.from_config(dict(cfg), str(cfg.get("litellm_model") or cfg["name"])),
+        batch=batch,
     )
