@@ -63,6 +63,8 @@ class CallStats:
     cached_completion_tokens: int = 0
     evaluated_tokens: int = 0
     reasoning_tokens: int = 0  # a reasoning model's thoughts, within completion_tokens
+    provider_cached_prompt_tokens: int = 0  # served by the provider's prompt cache
+    provider_cache_write_tokens: int = 0  # written to it (Anthropic bills them apart)
     cost_usd: float = 0.0
     unpriced_answers: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -85,6 +87,8 @@ class CallStats:
             "cached_completion_tokens": self.cached_completion_tokens,
             "evaluated_tokens": self.evaluated_tokens,
             "reasoning_tokens": self.reasoning_tokens,
+            "provider_cached_prompt_tokens": self.provider_cached_prompt_tokens,
+            "provider_cache_write_tokens": self.provider_cache_write_tokens,
             "cost_usd": self.cost_usd,
             "unpriced_answers": self.unpriced_answers,
         }
@@ -409,11 +413,14 @@ class LanguageModel:
             completion_tokens=completion,
             evaluated_tokens=usage.get("evaluated_tokens", 0),
             reasoning_tokens=usage.get("reasoning_tokens", 0),
+            provider_cached_prompt_tokens=usage.get("cache_read_tokens", 0),
+            provider_cache_write_tokens=usage.get("cache_write_tokens", 0),
         )
         if self.price is None:
             self.stats.add(unpriced_answers=1)
             return
-        cost = self.price.cost(prompt, completion)
+        cached = usage.get("cache_read_tokens", 0), usage.get("cache_write_tokens", 0)
+        cost = self.price.cost(prompt, completion, *cached)
         self.stats.add(cost_usd=cost)
         if self.budget is not None and cost:
             self.budget.add(cost)

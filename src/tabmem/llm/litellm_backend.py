@@ -95,6 +95,9 @@ class LiteLLMBackend:
     ``require_credentials`` is false: a dry run sends nothing, so it needs no key).
     ``drop_params`` lets litellm leave out what a provider's model refuses (a reasoning model's
     temperature); the direct path sends every parameter, as self-hosted servers take them.
+    ``prompt_caching`` (``auto``: Anthropic's models; ``on``; ``off``) marks a chat's shared
+    prefix, everything before its last message, with ``cache_control`` so that the provider
+    caches it; OpenAI caches long prefixes by itself.
     """
 
     def __init__(
@@ -111,7 +114,12 @@ class LiteLLMBackend:
         require_credentials: bool = True,
         stream: bool = False,
         drop_params: bool = False,
+        prompt_caching: str = "auto",
     ) -> None:
+        if prompt_caching not in ("auto", "on", "off"):
+            raise ConfigError(
+                f"Model '{name}' has prompt_caching '{prompt_caching}'; use auto, on or off."
+            )
         if transport not in TRANSPORTS:
             raise ConfigError(
                 f"Model '{name}' has transport '{transport}'; use one of {', '.join(TRANSPORTS)}."
@@ -150,6 +158,9 @@ class LiteLLMBackend:
         self.extra_params = dict(extra_params or {})
         self.stream = stream
         self.drop_params = drop_params
+        self.mark_prefix = prompt_caching == "on" or (
+            prompt_caching == "auto" and model.startswith(("anthropic/", "claude"))
+        )
         self._openai_client: Any = None
         self._litellm: Any = None
         self._direct: OpenAICompatibleClient | None = None
@@ -248,7 +259,8 @@ class LiteLLMBackend:
             text, usage = self._direct.chat(served, messages, self._body(params))
             return self._answered(text, usage)
         lt = self._lite()
-        response = self._call(lt.completion, messages=messages, **self._common(params, self.model))
+        sent = with_cached_prefix(messages) if self.mark_prefix else messages
+        response = self._call(lt.completion, messages=sent, **self._common(params, self.model))
         message = response.choices[0].message
         thoughts = getattr(message, "reasoning_content", None) or ""
         return self._answered(joined(message.content or "", thoughts), response)
@@ -346,6 +358,19 @@ class LiteLLMBackend:
         if self._openai_client is not None:
             self._openai_client.close()
             self._openai_client = None
+
+
+def with_cached_prefix(messages: list[Message]) -> list[dict[str, Any]]:
+    """``messages`` with the last message before the question marked for the provider's
+    prompt cache (Anthropic's ``cache_control``): the system prompt and few-shot examples,
+    identical across a test's queries, are then read from the cache at a tenth of the price."""
+    if len(messages) < 2:
+        return list(messages)
+    marked: list[dict[str, Any]] = [dict(m) for m in messages]
+    text = str(marked[-2]["content"])
+    block = {"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}
+    marked[-2]["content"] = [block]
+    return marked
 
 
 def _served(model: str) -> str:

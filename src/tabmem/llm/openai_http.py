@@ -145,17 +145,23 @@ def reply_text(kind: str, reply: dict[str, Any]) -> str:
 
 def reported_usage(usage: Any) -> dict[str, int]:
     """``prompt_tokens`` and ``completion_tokens`` as the provider reported them (a dict or
-    litellm's ``Usage``), and ``reasoning_tokens`` where it reports a reasoning model's
-    thoughts (``completion_tokens_details``); empty when it reported none."""
+    litellm's ``Usage``), and where it reports them: ``reasoning_tokens`` (a reasoning model's
+    thoughts), ``cache_read_tokens`` and ``cache_write_tokens`` (prompt tokens its prompt cache
+    served, as OpenAI's ``cached_tokens`` or Anthropic's ``cache_read_input_tokens``, or
+    stored); empty when it reported none."""
     if usage is None:
         return {}
     counts = {name: _field(usage, name) for name in ("prompt_tokens", "completion_tokens")}
     if not any(isinstance(v, int) for v in counts.values()):
         return {}
     reported = {name: int(v) if isinstance(v, int) else 0 for name, v in counts.items()}
-    thinking = _field(_field(usage, "completion_tokens_details"), "reasoning_tokens")
-    if isinstance(thinking, int) and thinking > 0:
-        reported["reasoning_tokens"] = thinking
+    extra = {
+        "reasoning_tokens": _field(_field(usage, "completion_tokens_details"), "reasoning_tokens"),
+        "cache_read_tokens": _field(_field(usage, "prompt_tokens_details"), "cached_tokens")
+        or _field(usage, "cache_read_input_tokens"),
+        "cache_write_tokens": _field(usage, "cache_creation_input_tokens"),
+    }
+    reported.update({k: v for k, v in extra.items() if isinstance(v, int) and v > 0})
     return reported
 
 

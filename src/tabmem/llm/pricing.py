@@ -1,7 +1,9 @@
 """What a model's tokens cost: the model config's own prices, else litellm's offline cost map.
 
 A model config may set ``input_cost_per_token`` and ``output_cost_per_token`` (USD, litellm's
-names), which wins over the map: a self-hosted or discounted endpoint has its own price.
+names; ``cache_read_input_token_cost`` and ``cache_creation_input_token_cost`` for prompt
+tokens a provider's prompt cache served or stored), which wins over the map: a self-hosted or
+discounted endpoint has its own price.
 Models that run here (weights, oracles, statistical baselines) cost nothing. A litellm model
 missing from the map (``LITELLM_LOCAL_MODEL_COST_MAP=True``: the copy shipped with litellm) has
 no price: its cost is reported as unknown, never guessed.
@@ -19,19 +21,51 @@ BATCH_KEYS = ("input_cost_per_token_batches", "output_cost_per_token_batches")
 BATCH_DISCOUNT = 0.5  # OpenAI's and Anthropic's batch rate, where the cost map has none
 
 
+CACHE_KEYS = ("cache_read_input_token_cost", "cache_creation_input_token_cost")
+
+
 @dataclass(frozen=True)
 class Price:
-    """USD per prompt token and per completion token."""
+    """USD per prompt token and per completion token; prompt tokens the provider read from
+    its prompt cache (``cache_read``) or wrote to it (``cache_write``) at their own prices,
+    where known (else at the prompt price)."""
 
     input_per_token: float
     output_per_token: float
     source: str
+    cache_read_per_token: float | None = None
+    cache_write_per_token: float | None = None
 
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        return prompt_tokens * self.input_per_token + completion_tokens * self.output_per_token
+    def cost(
+        self,
+        prompt_tokens: int,
+        completion_tokens: int,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+    ) -> float:
+        read, write = (
+            self.input_per_token if rate is None else rate
+            for rate in (self.cache_read_per_token, self.cache_write_per_token)
+        )
+        plain = max(0, prompt_tokens - cache_read_tokens - cache_write_tokens)
+        return (
+            plain * self.input_per_token
+            + cache_read_tokens * read
+            + cache_write_tokens * write
+            + completion_tokens * self.output_per_token
+        )
 
     def discounted(self, factor: float, source: str) -> Price:
-        return Price(self.input_per_token * factor, self.output_per_token * factor, source)
+        def times(value: float | None) -> float | None:
+            return None if value is None else value * factor
+
+        return Price(
+            self.input_per_token * factor,
+            self.output_per_token * factor,
+            source,
+            times(self.cache_read_per_token),
+            times(self.cache_write_per_token),
+        )
 
 
 FREE = Price(0.0, 0.0, "runs here")
@@ -51,7 +85,12 @@ def map_price(model: str, keys: tuple[str, str] = PRICE_KEYS) -> Price | None:
     if any(not isinstance(p, int | float) for p in prices):
         return None
     source = "litellm cost map" + (", batch prices" if keys == BATCH_KEYS else "")
-    return Price(float(prices[0]), float(prices[1]), source)
+    cache = [_number(info.get(key)) for key in CACHE_KEYS] if keys == PRICE_KEYS else [None] * 2
+    return Price(float(prices[0]), float(prices[1]), source, *cache)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
 
 
 def model_price(cfg: Mapping[str, Any], batch: bool = False) -> Price | None:
@@ -59,7 +98,8 @@ def model_price(cfg: Mapping[str, Any], batch: bool = False) -> Price | None:
     through the Batch API (the cost map's batch prices, else half the price)."""
     if any(cfg.get(key) is not None for key in PRICE_KEYS):
         given = [float(cfg.get(key) or 0.0) for key in PRICE_KEYS]
-        price = Price(given[0], given[1], "model config")
+        cache = [_number(cfg.get(key)) for key in CACHE_KEYS]
+        price = Price(given[0], given[1], "model config", *cache)
     elif cfg.get("backend") != "litellm":
         return FREE
     else:

@@ -141,6 +141,7 @@ def build_backend(
             require_credentials=require_credentials,
             stream=bool(cfg.get("stream", False)),
             drop_params=reasoning.active,
+            prompt_caching=str(cfg.get("prompt_caching", "auto")),
         )
     if kind == "oracle":
         return OracleBackend(

@@ -11,7 +11,9 @@ prompt text is its last user message. A name ending in ``+think`` answers as a r
 served without a reasoning parser: a ``<think>`` block of a few lines, then the oracle's answer,
 with ``stop`` and ``max_tokens`` applied to the whole text as such a server does; ``+reason``
 as one served with a parser: the thoughts in the chat reply's ``reasoning_content`` (and
-``completion_tokens_details.reasoning_tokens``), the answer in ``content``.
+``completion_tokens_details.reasoning_tokens``), the answer in ``content``. Like OpenAI's
+automatic prompt caching, a chat request whose messages before the last were seen before
+reports them as ``prompt_tokens_details.cached_tokens`` (whatever their length).
 Without ``max_tokens`` a completion gets 16 tokens (OpenAI's default) and a chat reply 4096.
 Token counts in ``usage`` are characters / 4, rounded up, like the oracles' own tokens.
 ``"stream": true`` sends the answer as server-sent events, one token (4 characters) each, then
@@ -218,6 +220,7 @@ class OracleServer(LocalServer):
         super().__init__(port)
         self._count = 0
         self._lock = threading.Lock()
+        self._prefixes: set[str] = set()
 
     def oracle(self, model: object) -> Oracle | None:
         """The oracle a request's ``model`` names: a fixed one, or a partial memorizer built on
@@ -265,6 +268,16 @@ class OracleServer(LocalServer):
             return HTTPStatus.OK, event_stream(kinds[path], reply, usage)
         return HTTPStatus.OK, reply
 
+    def _cached_prefix(self, messages: Any) -> int:
+        """Tokens of the messages before the last one if they were sent before, else 0."""
+        if not isinstance(messages, list) or len(messages) < 2:
+            return 0
+        prefix = json.dumps(messages[:-1], sort_keys=True)
+        with self._lock:
+            seen = prefix in self._prefixes
+            self._prefixes.add(prefix)
+        return _tokens("".join(message_text(m) for m in messages[:-1])) if seen else 0
+
     def _generate(self, kind: str, body: dict[str, Any]) -> dict[str, Any]:
         model = body.get("model")
         thinking = "none"
@@ -310,10 +323,14 @@ class OracleServer(LocalServer):
         completion_tokens = sum(
             _tokens(c["message"]["content"] if kind == "chat" else c["text"]) for c in choices
         )
-        details = {}
+        details: dict[str, Any] = {}
+        if kind == "chat":
+            cached = self._cached_prefix(body.get("messages"))
+            if cached:
+                details["prompt_tokens_details"] = {"cached_tokens": cached}
         if thinking == "separate":
             completion_tokens += thought_tokens * len(choices)
-            details = {"completion_tokens_details": {"reasoning_tokens": thought_tokens}}
+            details["completion_tokens_details"] = {"reasoning_tokens": thought_tokens}
         return {
             "id": f"{'chatcmpl' if kind == 'chat' else 'cmpl'}-{uuid.uuid4().hex}",
             "object": "chat.completion" if kind == "chat" else "text_completion",
