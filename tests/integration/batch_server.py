@@ -5,6 +5,10 @@ creates a batch over it, answered in a background thread once ``release`` is set
 can kill a grid while its batch is pending); ``GET /v1/batches/{id}`` reports its status and
 counts; ``GET /v1/files/{id}/content`` returns the output file. Each line is answered by the
 oracle server's own request handling; ``lines_answered`` counts them.
+
+Anthropic's Message Batches too: ``POST /v1/messages/batches`` with the requests,
+``GET /v1/messages/batches/{id}`` (``processing_status``), and the JSONL results at its
+``results_url``; each request's Messages parameters are answered as the same chat request.
 """
 
 from __future__ import annotations
@@ -32,8 +36,11 @@ class _BatchHandler(_Handler):
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
-        if path.startswith("/v1/files/") and path.endswith("/content"):
-            data = self.server.app.content(path.split("/")[3])
+        raw_file = path.startswith("/v1/files/") and path.endswith("/content")
+        results = path.startswith("/v1/messages/batches/") and path.endswith("/results")
+        if raw_file or results:
+            key = path.split("/")[3] if raw_file else f"results-{path.split('/')[4]}"
+            data = self.server.app.content(key)
             self.send_response(HTTPStatus.OK if data is not None else HTTPStatus.NOT_FOUND)
             self.send_header("Content-Type", "application/jsonl")
             self.send_header("Content-Length", str(len(data or b"")))
@@ -78,13 +85,15 @@ class BatchServer(OracleServer):
         return self.files.get(file_id)
 
     def handle_get(self, path: str) -> tuple[HTTPStatus, dict[str, Any]]:
-        if path.startswith("/v1/batches/"):
+        if path.startswith(("/v1/batches/", "/v1/messages/batches/")):
             with self._batch_lock:
                 batch = self.batches.get(path.rsplit("/", 1)[1])
                 return (HTTPStatus.OK, dict(batch)) if batch else (HTTPStatus.NOT_FOUND, {})
         return super().handle_get(path)
 
     def handle_post(self, path: str, raw: bytes) -> tuple[HTTPStatus, Any]:
+        if path == "/v1/messages/batches":
+            return self._create_messages_batch(json.loads(raw)["requests"])
         if path != "/v1/batches":
             return super().handle_post(path, raw)
         body = json.loads(raw)
@@ -122,3 +131,57 @@ class BatchServer(OracleServer):
         self.files[file_id] = "\n".join(out).encode()
         with self._batch_lock:
             self.batches[batch_id].update(status="completed", output_file_id=file_id)
+
+    def _create_messages_batch(self, requests: list[dict]) -> tuple[HTTPStatus, dict[str, Any]]:
+        batch_id = f"msgbatch_{next(self._ids)}"
+        batch = {
+            "id": batch_id,
+            "type": "message_batch",
+            "processing_status": "in_progress",
+            "request_counts": {"processing": len(requests), "succeeded": 0, "errored": 0},
+            "results_url": None,
+        }
+        with self._batch_lock:
+            self.batches[batch_id] = batch
+        worker = threading.Thread(target=self._answer_messages, args=(batch_id, requests))
+        worker.daemon = True
+        worker.start()
+        return HTTPStatus.OK, dict(batch)
+
+    def _answer_messages(self, batch_id: str, requests: list[dict]) -> None:
+        self.release.wait()
+        out = []
+        for item in requests:
+            params = item["params"]
+            system = [{"role": "system", "content": params["system"]}] if "system" in params else []
+            body = {
+                "model": params["model"],
+                "messages": system + params["messages"],
+                "max_tokens": params["max_tokens"],
+                "temperature": params.get("temperature", 1.0),
+                "stop": params.get("stop_sequences", []),
+            }
+            reply = self._generate("chat", body)
+            usage = reply["usage"]
+            message = {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "text", "text": reply["choices"][0]["message"]["content"]}],
+                "usage": {
+                    "input_tokens": usage["prompt_tokens"],
+                    "output_tokens": usage["completion_tokens"],
+                },
+            }
+            result = {"type": "succeeded", "message": message}
+            out.append(json.dumps({"custom_id": item["custom_id"], "result": result}))
+            with self._batch_lock:
+                self.lines_answered += 1
+                counts = self.batches[batch_id]["request_counts"]
+                counts["processing"] -= 1
+                counts["succeeded"] += 1
+        self.files[f"results-{batch_id}"] = "\n".join(out).encode()
+        with self._batch_lock:
+            self.batches[batch_id].update(
+                processing_status="ended",
+                results_url=f"{self.base_url}/messages/batches/{batch_id}/results",
+            )

@@ -96,3 +96,26 @@ def test_a_grid_killed_while_its_batches_are_pending_resumes_them(tmp_path, data
         assert server.lines_answered == sum(r.data.metrics["model_calls"] for r in finished)
         assert server.request_count == 0
     assert not list((outputs / "batches").glob("*.json"))
+
+
+def test_anthropic_message_batches_give_the_scores_of_live_queries(tmp_path, datasets):
+    conf = tmp_path / "conf"
+    with BatchServer(datasets) as server:
+        write_model_config(conf, "m", server.base_url)
+        write_model_config(
+            conf,
+            "claude",
+            server.base_url,
+            litellm_model="anthropic/oracle-memorizer",
+            batch_poll_seconds=0.1,
+        )
+        live = run_sweep(tmp_path / "live", conf, EXPERIMENT, *GRID)
+        assert live.returncode == 0, live.stderr[-3000:]
+        asked_live = server.request_count
+        claude_grid = ("-m", "model=claude", *GRID[2:])
+        batched = run_sweep(tmp_path / "batched", conf, EXPERIMENT, *claude_grid, "batch=true")
+        assert batched.returncode == 0, batched.stderr[-3000:]
+        assert server.request_count == asked_live
+        assert {b["type"] for b in server.batches.values()} == {"message_batch"}
+        assert server.lines_answered == asked_live
+    assert _scores(tmp_path / "batched") == _scores(tmp_path / "live")

@@ -8,9 +8,9 @@ import json
 import pytest
 
 from tabmem.errors import ConfigError
-from tabmem.llm.batch import BatchAnswer, _parse_line
+from tabmem.llm.batch import BatchAnswer, _anthropic_result, _parse_line, anthropic_params
 from tabmem.llm.litellm_backend import LiteLLMBackend, with_cached_prefix
-from tabmem.llm.openai_http import reported_usage
+from tabmem.llm.openai_http import reply_text, reported_usage
 from tabmem.llm.pricing import Price, model_price
 from tabmem.llm.registry import build_model
 
@@ -78,3 +78,39 @@ def test_cache_reads_and_writes_are_priced_apart():
         "cache_read_tokens": 50,
         "cache_write_tokens": 20,
     }
+
+
+def test_a_chat_body_becomes_anthropic_parameters_and_a_result_an_openai_reply():
+    body = {
+        "model": "claude-x",
+        "max_tokens": 20,
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "seed": 0,
+        "stop": ["\n", "END"],
+        "messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "q"}],
+    }
+    assert anthropic_params(body) == {
+        "model": "claude-x",
+        "max_tokens": 20,
+        "messages": [{"role": "user", "content": "q"}],
+        "temperature": 0.0,
+        "system": "s",
+        "stop_sequences": ["END"],  # whitespace alone is refused; the caller cuts at "\n"
+    }
+    result = {
+        "type": "succeeded",
+        "message": {
+            "content": [{"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "a,b"}],
+            "usage": {"input_tokens": 5, "output_tokens": 7, "cache_read_input_tokens": 3},
+        },
+    }
+    reply = _anthropic_result(result).body
+    assert reply_text("chat", reply) == "<think>hm</think>a,b"
+    assert reported_usage(reply["usage"]) == {
+        "prompt_tokens": 8,
+        "completion_tokens": 7,
+        "cache_read_tokens": 3,
+    }
+    failed = {"type": "errored", "error": {"type": "error", "error": {"message": "overloaded"}}}
+    assert _anthropic_result(failed) == BatchAnswer(None, "errored: overloaded")

@@ -1,9 +1,12 @@
-"""OpenAI's Batch API: a test's uncached requests sent as one batch, at about half the price.
+"""Batch APIs: a test's uncached requests sent as one batch, at about half the price.
 
-The protocol (``/v1/files`` and ``/v1/batches``): upload the requests as a JSONL file
-(``purpose=batch``), create a batch over it for one endpoint, poll its status until it ends,
-then read its output file (one answer per ``custom_id``) and its error file. A batch may take
-up to its completion window (24 h) to end.
+OpenAI's protocol (``/v1/files`` and ``/v1/batches``, ``BatchClient``): upload the requests as
+a JSONL file (``purpose=batch``), create a batch over it for one endpoint, poll its status
+until it ends, then read its output file (one answer per ``custom_id``) and its error file.
+Anthropic's Message Batches (``/v1/messages/batches``, ``AnthropicBatchClient``): the
+requests go in the create call, the results come as JSONL from the batch's ``results_url``;
+each result is turned into OpenAI's chat reply shape, so both are read the same way. A batch
+may take up to 24 h to end.
 
 Resuming: the batch's id is written to ``<state_dir>/<digest>.json`` as soon as it exists,
 where the digest names the exact set of requests. A grid killed while its batch is pending
@@ -25,6 +28,7 @@ import httpx
 
 from tabmem.errors import ProviderError, TransientProviderError
 
+ANTHROPIC_VERSION = "2023-06-01"
 ENDPOINTS = {"chat": "/v1/chat/completions", "complete": "/v1/completions"}
 ENDED = ("completed", "failed", "expired", "cancelled")
 WINDOW = "24h"
@@ -59,14 +63,15 @@ class BatchClient:
         timeout: float = 60.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        root = api_base.rstrip("/")
+        root = api_base.rstrip("/").removesuffix("/messages")
         self._root = root.removesuffix("/v1")
-        self._http = httpx.Client(
-            timeout=timeout, headers={"Authorization": f"Bearer {api_key or 'unused'}"}
-        )
+        self._http = httpx.Client(timeout=timeout, headers=self._headers(api_key or "unused"))
         self.state_dir = state_dir
         self.poll_seconds = poll_seconds
         self._sleep = sleep
+
+    def _headers(self, api_key: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {api_key}"}
 
     def run(
         self, jobs: Sequence[BatchJob], progress: Callable[[int, int], None] | None = None
@@ -90,8 +95,9 @@ class BatchClient:
             state.write_text(json.dumps({"batch_id": batch_id, "requests": len(jobs)}))
         batch = self._wait(batch_id, progress)
         answers = self._read(batch)
-        if batch.get("status") != "completed":
-            why = f"batch {batch_id} {batch.get('status')}"
+        if not self._succeeded(batch):
+            status = batch.get("status") or batch.get("processing_status")
+            why = f"batch {batch_id} ended as {status}"
             for job in jobs:
                 answers.setdefault(job.custom_id, BatchAnswer(None, why))
         state.unlink(missing_ok=True)
@@ -125,17 +131,28 @@ class BatchClient:
         """Poll until the batch ends; transient failures of a poll are waited out."""
         while True:
             try:
-                batch = self._request("GET", f"/v1/batches/{batch_id}")
+                batch = self._request("GET", self._status_path(batch_id))
             except TransientProviderError:
                 self._sleep(self.poll_seconds)
                 continue
-            counts = batch.get("request_counts") or {}
+            done, total, ended = self._progress_of(batch)
             if progress is not None:
-                done = int(counts.get("completed", 0)) + int(counts.get("failed", 0))
-                progress(done, int(counts.get("total", 0)))
-            if batch.get("status") in ENDED:
+                progress(done, total)
+            if ended:
                 return batch
             self._sleep(self.poll_seconds)
+
+    def _status_path(self, batch_id: str) -> str:
+        return f"/v1/batches/{batch_id}"
+
+    def _progress_of(self, batch: dict) -> tuple[int, int, bool]:
+        """Requests answered, requests in all, and whether the batch has ended."""
+        counts = batch.get("request_counts") or {}
+        done = int(counts.get("completed", 0)) + int(counts.get("failed", 0))
+        return done, int(counts.get("total", 0)), batch.get("status") in ENDED
+
+    def _succeeded(self, batch: dict) -> bool:
+        return batch.get("status") == "completed"
 
     def _read(self, batch: dict) -> dict[str, BatchAnswer]:
         """The answers of the output file and the reasons of the error file."""
@@ -166,7 +183,8 @@ class BatchClient:
 
     def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
-            response = self._http.request(method, self._root + path, **kwargs)
+            url = path if path.startswith(("http://", "https://")) else self._root + path
+            response = self._http.request(method, url, **kwargs)
         except httpx.TransportError as exc:
             raise TransientProviderError(f"batch {path}: {type(exc).__name__}") from exc
         if response.status_code in (401, 403, 404):
@@ -202,3 +220,97 @@ def _parse_line(line: str) -> tuple[str, BatchAnswer]:
     error = record.get("error") or (response.get("body") or {}).get("error") or {}
     message = error.get("message") if isinstance(error, dict) else str(error)
     return custom_id, BatchAnswer(None, f"HTTP {status}: {message or 'no answer'}")
+
+
+class AnthropicBatchClient(BatchClient):
+    """Anthropic's Message Batches, read back as OpenAI chat replies."""
+
+    def _headers(self, api_key: str) -> dict[str, str]:
+        return {"x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION}
+
+    def run(
+        self, jobs: Sequence[BatchJob], progress: Callable[[int, int], None] | None = None
+    ) -> dict[str, BatchAnswer]:
+        plain = [job for job in jobs if job.kind != "chat"]
+        answers = {
+            job.custom_id: BatchAnswer(None, "Anthropic's API has no plain completions")
+            for job in plain
+        }
+        chats = [job for job in jobs if job.kind == "chat"]
+        return {**answers, **(self._one_batch("chat", chats, progress) if chats else {})}
+
+    def _create(self, kind: str, jobs: Sequence[BatchJob]) -> str:
+        requests = [{"custom_id": j.custom_id, "params": j.body} for j in jobs]
+        created = self._request("POST", "/v1/messages/batches", json={"requests": requests})
+        return str(created["id"])
+
+    def _status_path(self, batch_id: str) -> str:
+        return f"/v1/messages/batches/{batch_id}"
+
+    def _progress_of(self, batch: dict) -> tuple[int, int, bool]:
+        counts = {k: int(v) for k, v in (batch.get("request_counts") or {}).items()}
+        total = sum(counts.values())
+        return total - counts.get("processing", 0), total, batch.get("processing_status") == "ended"
+
+    def _succeeded(self, batch: dict) -> bool:
+        return batch.get("processing_status") == "ended"
+
+    def _read(self, batch: dict) -> dict[str, BatchAnswer]:
+        url = batch.get("results_url")
+        if not url:
+            return {}
+        response = self._send("GET", str(url))
+        answers = {}
+        for line in response.text.splitlines():
+            if line.strip():
+                record = json.loads(line)
+                answers[str(record.get("custom_id"))] = _anthropic_result(record.get("result"))
+        return answers
+
+
+def _anthropic_result(result: Any) -> BatchAnswer:
+    """One Message Batches result as an OpenAI chat reply (text, thoughts, usage)."""
+    if not isinstance(result, dict) or result.get("type") != "succeeded":
+        kind = result.get("type") if isinstance(result, dict) else "missing"
+        error = (result or {}).get("error") if isinstance(result, dict) else None
+        detail = (error.get("error") or error) if isinstance(error, dict) else {}
+        return BatchAnswer(None, f"{kind}: {detail.get('message', 'no answer')}")
+    message = result.get("message") or {}
+    blocks = message.get("content") or []
+    text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+    thoughts = "".join(b.get("thinking", "") for b in blocks if b.get("type") == "thinking")
+    usage = message.get("usage") or {}
+    read = int(usage.get("cache_read_input_tokens") or 0)
+    write = int(usage.get("cache_creation_input_tokens") or 0)
+    reply_usage = {
+        "prompt_tokens": int(usage.get("input_tokens", 0)) + read + write,
+        "completion_tokens": int(usage.get("output_tokens", 0)),
+        "cache_read_input_tokens": read,
+        "cache_creation_input_tokens": write,
+    }
+    reply_message = {"role": "assistant", "content": text}
+    if thoughts:
+        reply_message["reasoning_content"] = thoughts
+    return BatchAnswer({"choices": [{"message": reply_message}], "usage": reply_usage})
+
+
+def anthropic_params(body: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI chat body as Anthropic's Messages parameters: system messages apart, stop
+    sequences that Anthropic accepts (not whitespace alone: the answer is cut at those by the
+    caller), ``top_p`` only when it is not 1 (newer models refuse it beside a temperature)."""
+    messages = body.get("messages") or []
+    system = "\n\n".join(str(m["content"]) for m in messages if m.get("role") == "system")
+    params: dict[str, Any] = {
+        "model": body["model"],
+        "max_tokens": body["max_tokens"],
+        "messages": [m for m in messages if m.get("role") != "system"],
+        "temperature": body.get("temperature", 1.0),
+    }
+    if system:
+        params["system"] = system
+    if body.get("top_p", 1.0) != 1.0:
+        params["top_p"] = body["top_p"]
+    stops = [s for s in body.get("stop") or [] if s.strip()]
+    if stops:
+        params["stop_sequences"] = stops
+    return params

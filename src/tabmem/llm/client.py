@@ -35,6 +35,7 @@ from tabmem.llm.openai_http import reply_text, reported_usage
 from tabmem.llm.plan import RequestPlan, prompt_tokens
 from tabmem.llm.pricing import Price
 from tabmem.llm.reasoning import Reasoning, finish, provider_params
+from tabmem.llm.stopping import cut_at_stops
 
 
 @dataclass(frozen=True)
@@ -369,9 +370,9 @@ class LanguageModel:
             self.stats.add(failures=1)
             return Response("", error=read.error or "no answer")
         request = unique[job.custom_id]
-        text = reply_text(job.kind, read.body)
-        rule = provider_params(request.params, self.reasoning).stop_rule
-        text = rule.cut(text) if rule is not None else text
+        sent = provider_params(request.params, self.reasoning)
+        text = cut_at_stops(reply_text(job.kind, read.body), sent.stop)  # stops a batch left out
+        text = sent.stop_rule.cut(text) if sent.stop_rule is not None else text
         usage = reported_usage(read.body.get("usage"))
         self._count_usage(usage)
         if self.cache is not None:

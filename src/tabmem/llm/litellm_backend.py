@@ -39,7 +39,7 @@ from typing import Any
 
 from tabmem.errors import ConfigError, ProviderError, TransientProviderError
 from tabmem.llm.base import GenerationParams, Message, Request
-from tabmem.llm.batch import BatchClient
+from tabmem.llm.batch import AnthropicBatchClient, BatchClient, anthropic_params
 from tabmem.llm.endpoint import resolve_endpoint
 from tabmem.llm.openai_http import OpenAICompatibleClient, QueryError, reported_usage
 from tabmem.llm.reasoning import joined
@@ -159,7 +159,7 @@ class LiteLLMBackend:
         self.stream = stream
         self.drop_params = drop_params
         self.mark_prefix = prompt_caching == "on" or (
-            prompt_caching == "auto" and model.startswith(("anthropic/", "claude"))
+            prompt_caching == "auto" and self._provider == "anthropic"
         )
         self._openai_client: Any = None
         self._litellm: Any = None
@@ -280,21 +280,33 @@ class LiteLLMBackend:
         )
         return self._answered(response.choices[0].text or "", response)
 
+    @property
+    def _provider(self) -> str:
+        """The provider a litellm model name names (``openai`` for a bare name)."""
+        if self.model.startswith("claude"):
+            return "anthropic"
+        return self.model.partition("/")[0] if "/" in self.model else "openai"
+
     def batch_job(self, request: Request, params: GenerationParams) -> tuple[str, dict[str, Any]]:
         """``request`` as a Batch API job: its kind and the body OpenAI's API takes."""
         body = self._body(params)
         if request.messages is not None:
-            return "chat", {"model": _served(self.model), "messages": [*request.messages], **body}
+            chat = {"model": _served(self.model), "messages": [*request.messages], **body}
+            return "chat", anthropic_params(chat) if self._provider == "anthropic" else chat
         prompt = request.prompt or ""
         return "complete", {"model": _served(self.completion_model), "prompt": prompt, **body}
 
     def batch_client(self, state_dir: Path, poll_seconds: float) -> BatchClient:
-        """A Batch API client for this model's endpoint (OpenAI's protocol)."""
-        provider = self.model.partition("/")[0] if "/" in self.model else "openai"
-        if provider not in OPENAI_PROVIDERS or not self.endpoint.url:
+        """A Batch API client for this model's endpoint: Anthropic's Message Batches for its
+        models, else OpenAI's protocol."""
+        if self._provider == "anthropic" and self.endpoint.url:
+            return AnthropicBatchClient(
+                self.endpoint.url, self._api_key, state_dir, poll_seconds, timeout=self.timeout
+            )
+        if self._provider not in OPENAI_PROVIDERS or not self.endpoint.url:
             raise ConfigError(
-                f"batch=true speaks OpenAI's Batch API; model '{self.name}' ({self.model}) "
-                "is not served that way. Run it without batch=true."
+                f"batch=true speaks OpenAI's and Anthropic's Batch APIs; model '{self.name}' "
+                f"({self.model}) is served by neither. Run it without batch=true."
             )
         return BatchClient(
             self.endpoint.url, self._api_key, state_dir, poll_seconds, timeout=self.timeout

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams
+from tabmem.llm.stopping import cut_at_stops
 
 MODES = ("none", "inline", "separate")
 DEFAULT_ALLOWANCE = 2048  # tokens of thoughts per query: the dry run's bound includes them
@@ -107,9 +108,7 @@ def finish(text: str, params: GenerationParams) -> tuple[str, str]:
     """The scored answer (thoughts cut off, then the test's stop sequences and stop rule
     applied to it) and the thoughts."""
     answer, thoughts = split_thoughts(text)
-    cuts = [answer.find(stop) for stop in params.stop if stop and stop in answer]
-    if cuts:
-        answer = answer[: min(cuts)]
+    answer = cut_at_stops(answer, params.stop)
     if params.stop_rule is not None:
         answer = params.stop_rule.cut(answer)
     return answer, thoughts

@@ -21,6 +21,7 @@ the score the whole answer would have had, by construction.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,3 +106,9 @@ def _first_row_end(text: str, header: str, delimiter: str) -> int | None:
             return end
         position = end
     return None
+
+
+def cut_at_stops(text: str, stops: Sequence[str]) -> str:
+    """``text`` up to the first of ``stops`` it holds, as a provider cuts at stop sequences."""
+    cuts = [text.find(stop) for stop in stops if stop and stop in text]
+    return text[: min(cuts)] if cuts else text
