@@ -12,22 +12,14 @@ from tabmem.data import Dataset, dataset_specs, load_dataset
 from tabmem.data.provenance import load_provenance
 from tabmem.errors import DatasetError
 
-SHIPPED = [
-    "iris",
-    "wine",
-    "titanic",
-    "openml-diabetes",
-    "adult",
-    "california-housing",
-    "scikit-diabetes",
-    "icu",
-    "synthetic-novel",
-]
-USER_PROVIDED = ["spaceship-titanic", "fico", "acs-income", "acs-travel", "pneumonia"]
-SERIES = ["wti-oil", "series"]  # time series for test=forecast (kind: series)
-ANY_CSV = ["csv"]  # a user's own tabular file (dataset=csv dataset.path=..., or tabmem.run)
+# One list per fact: what ships is data/provenance.json's, so a new file is tested by being
+# listed there with its config in conf/dataset/.
 SPECS = dataset_specs()
 PROVENANCE = load_provenance().by_file()
+SERIES = ["wti-oil", "series"]  # time series for test=forecast (kind: series)
+SHIPPED = sorted(r.dataset for r in PROVENANCE.values() if r.dataset not in SERIES)
+USER_PROVIDED = sorted(u.dataset for u in load_provenance().user_provided)
+ANY_CSV = ["csv"]  # a user's own tabular file (dataset=csv dataset.path=..., or tabmem.run)
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
-"""The package's imports: no circle between modules, and every import between the package's
-parts points down the layers below (imports only for type checking do not count)."""
+"""The package's imports: no circle between modules (imports for type checking included), and
+every import between the package's parts points down the layers below (imports only for type
+checking may point up)."""
 
 import ast
 from pathlib import Path
@@ -34,15 +35,20 @@ def modules() -> dict[str, Path]:
     return found
 
 
-def imported(path: Path, known: dict[str, Path]) -> set[str]:
-    """The package's modules that ``path`` imports, at run time (not under TYPE_CHECKING)."""
+def imported(path: Path, known: dict[str, Path], typing: bool = False) -> set[str]:
+    """The package's modules that ``path`` imports, at run time (and under TYPE_CHECKING too
+    when ``typing``)."""
     tree = ast.parse(path.read_text())
-    typing_only = {
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-        for inner in ast.walk(node)
-    }
+    typing_only = (
+        set()
+        if typing
+        else {
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+            for inner in ast.walk(node)
+        }
+    )
     names = set()
     for node in ast.walk(tree):
         if id(node) in typing_only:
@@ -56,9 +62,9 @@ def imported(path: Path, known: dict[str, Path]) -> set[str]:
     return {name for name in names if name in known}
 
 
-def graph() -> dict[str, set[str]]:
+def graph(typing: bool = False) -> dict[str, set[str]]:
     known = modules()
-    return {name: imported(path, known) - {name} for name, path in known.items()}
+    return {name: imported(path, known, typing) - {name} for name, path in known.items()}
 
 
 def part(module: str) -> str:
@@ -84,8 +90,8 @@ def test_imports_between_parts_point_down():
     assert upward == []
 
 
-def test_no_module_imports_itself_through_others():
-    edges = graph()
+def test_no_module_imports_itself_through_others_not_even_for_type_checking():
+    edges = graph(typing=True)
     circles = []
 
     def visit(module: str, path: list[str], on_path: set[str], done: set[str]) -> None:

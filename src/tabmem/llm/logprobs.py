@@ -13,16 +13,25 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from tabmem.llm.base import LOGPROBS, capabilities_of
-
-if TYPE_CHECKING:
-    from tabmem.llm.client import LanguageModel
+from tabmem.llm.cache import ResponseCache
 
 DEFAULT_BATCH = 8
+
+
+class ScoringModel(Protocol):
+    """What scoring asks of a model (``tabmem.llm.client.LanguageModel`` has it all): its
+    backend, name, cache, counters (``stats.add``) and whether to show progress."""
+
+    backend: Any
+    name: str
+    cache: ResponseCache | None
+    stats: Any
+    show_progress: bool
 
 
 @dataclass(frozen=True)
@@ -52,7 +61,7 @@ def has_logprobs(backend: Any) -> bool:
     return LOGPROBS in capabilities_of(backend)
 
 
-def no_logprobs_reason(model: LanguageModel) -> str:
+def no_logprobs_reason(model: ScoringModel) -> str:
     """The sentence a test records when the model cannot score text."""
     provider = model.backend.identity.get("provider", "this")
     return (
@@ -77,7 +86,7 @@ def _scorer(backend: Any) -> Callable[[list[tuple[str, str]]], list[list[float]]
 
 
 def score_texts(
-    model: LanguageModel, requests: Sequence[ScoreRequest], description: str
+    model: ScoringModel, requests: Sequence[ScoreRequest], description: str
 ) -> list[ScoreResponse] | None:
     """Score every request, in order; None when the backend cannot score text.
 
@@ -104,7 +113,7 @@ def score_texts(
 
 
 def _score_uncached(
-    model: LanguageModel, todo: list[tuple[str, ScoreRequest]], description: str
+    model: ScoringModel, todo: list[tuple[str, ScoreRequest]], description: str
 ) -> dict[str, ScoreResponse]:
     scorer = _scorer(model.backend)
     size = max(1, int(getattr(model.backend, "batch_size", DEFAULT_BATCH)))

@@ -7,6 +7,7 @@ and the runs' artifacts on demand. Nothing is carried over from the papers.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import tempfile
@@ -19,28 +20,22 @@ from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pandas as pd
+import yaml
 
+from tabmem.paths import conf_dir
 from tabmem.tracking.runs import latest_finished, load_runs
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
-PAPER_DATASETS = (
-    "iris",
-    "wine",
-    "titanic",
-    "openml-diabetes",
-    "scikit-diabetes",
-    "adult",
-    "california-housing",
-    "icu",
-    "synthetic-novel",
-    "spaceship-titanic",
-    "fico",
-    "acs-income",
-    "acs-travel",
-    "pneumonia",
-)
-"""The datasets of the paper grid (conf/grid/paper.yaml), in the order the tables list them."""
+
+@functools.cache
+def paper_datasets() -> tuple[str, ...]:
+    """The datasets of the paper grid, read from conf/grid/paper.yaml (the one list of them),
+    in the order the tables list them."""
+    grid = yaml.safe_load((conf_dir() / "grid" / "paper.yaml").read_text())
+    listed = grid["hydra"]["sweeper"]["params"]["dataset"]
+    return tuple(name.strip() for name in listed.split(",") if name.strip())
+
 
 BASELINES = ("logistic-regression", "gradient-boosted-tree", "majority-class")
 """The statistical baselines the learning tables always show (``model=…``)."""
@@ -188,7 +183,7 @@ def _baseline_models(frame: pd.DataFrame) -> list[str]:
 def _dataset_rows(frame: pd.DataFrame) -> list[str]:
     """The paper's datasets, then any other dataset with a run of a tabular test."""
     seen = set() if frame.empty else set(frame.loc[frame["test"].isin(TABULAR_TESTS), "dataset"])
-    return [*PAPER_DATASETS, *sorted(seen - set(PAPER_DATASETS))]
+    return [*paper_datasets(), *sorted(seen - set(paper_datasets()))]
 
 
 def _read_table(client: Any, run_id: str, name: str) -> pd.DataFrame | None:
