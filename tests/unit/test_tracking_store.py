@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+import warnings
 
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.data.transforms import apply_transform
@@ -89,3 +90,10 @@ def test_a_run_names_its_dataset_as_an_input_with_the_files_sha256(tmp_path):
     assert json.loads(original.dataset.source)["uri"] == str(iris.path)
     assert json.loads(original.dataset.profile)["num_rows"] == len(iris.rows)
     assert logged["iris (twin)"].dataset.digest != original.dataset.digest
+
+
+def test_logging_a_dataset_input_prints_no_warning():
+    adult = load_dataset(dataset_specs()["adult"])  # integer columns: MLflow hints about them
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert dataset_input(adult).dataset.name == "adult"

@@ -27,8 +27,10 @@ def dataset_input(dataset: Dataset) -> DatasetInput:
     transform = str(dataset.spec.extra.get("transform", "original"))
     name = dataset.name if transform == "original" else f"{dataset.name} ({transform})"
     sha256 = hashlib.sha256(dataset.text.encode("utf-8")).hexdigest()
-    with warnings.catch_warnings():  # a local path matches two registered source kinds
-        warnings.filterwarnings("ignore", "The specified dataset source", UserWarning)
+    # MLflow warns that a local path matches two registered source kinds, and hints at integer
+    # columns for model schemas; neither concerns a dataset logged as an input.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
         logged = mlflow.data.from_pandas(
             dataset.frame, source=str(dataset.path), name=name, digest=sha256[:DIGEST_CHARS]
         )
