@@ -45,21 +45,36 @@ class TestContext:
 TestFunction = Callable[[TestContext], TestResult]
 _REGISTRY: dict[str, TestFunction] = {}
 _NEEDS: dict[str, frozenset[str]] = {}
+_CLAIMS: dict[str, str] = {}
 WRITES_TEXT = frozenset({GENERATE})
+CLAIMS = ("rows_seen", "knowledge", "learning", "forecast")
+"""What a test's ``evidence`` claims: the model has seen the file's rows; it knows the file's
+names, values or distribution; it learns from examples in the prompt; it knows a series past a
+date. Calibration and the reports group tests by their claim."""
 
 
 def register(
-    name: str, needs: frozenset[str] = WRITES_TEXT
+    name: str, needs: frozenset[str] = WRITES_TEXT, claims: str = ""
 ) -> Callable[[TestFunction], TestFunction]:
     """Decorator: make a test function runnable as ``test=<name>``. ``needs`` names the model
-    capabilities (``tabmem.llm.base``) of which the test can use any one."""
+    capabilities (``tabmem.llm.base``) of which the test can use any one; ``claims`` one of
+    ``CLAIMS``."""
+    if claims not in CLAIMS:
+        raise ValueError(f"test '{name}' claims '{claims}'; a test claims one of {CLAIMS}")
 
     def add(function: TestFunction) -> TestFunction:
         _REGISTRY[name] = function
         _NEEDS[name] = needs
+        _CLAIMS[name] = claims
         return function
 
     return add
+
+
+def claiming(claim: str) -> list[str]:
+    """The registered tests whose ``evidence`` makes ``claim``, by name."""
+    registry()
+    return sorted(name for name, made in _CLAIMS.items() if made == claim)
 
 
 def registry() -> dict[str, TestFunction]:

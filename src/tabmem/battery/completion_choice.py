@@ -108,6 +108,7 @@ class CompletionChoice(ChoiceProbe):
     """Hide high-entropy attributes of random records; ask for each among five candidates."""
 
     name = TEST
+    claims = "rows_seen"
     title = "completion choice"
     settings = CompletionChoiceSettings
     none_drawn = "no record gave five distinct candidate values"

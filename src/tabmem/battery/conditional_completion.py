@@ -302,6 +302,7 @@ class ConditionalCompletion(Rescorable[Asked, PrefixFacts]):
     what a model of the distribution that has not read the row could reach."""
 
     name = "conditional_completion"
+    claims = "rows_seen"
     title = "conditional completion"
     settings = ConditionalCompletionSettings
 

@@ -152,6 +152,7 @@ class DatasetName(Lifecycle[Shown, NameFacts]):
     """Ask for the name of the tested and the control datasets; score against known names."""
 
     name = "dataset_name"
+    claims = "knowledge"
     title = "dataset name"
     settings = DatasetNameSettings
 

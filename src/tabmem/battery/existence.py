@@ -93,6 +93,7 @@ class Existence(ChoiceProbe):
     """Show a real record among four altered copies; ask which one is in the dataset."""
 
     name = TEST
+    claims = "rows_seen"
     title = "existence"
     settings = ExistenceSettings
     none_drawn = "no record gave four distinct altered copies"

@@ -284,6 +284,7 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
     """Pick the feature, check it can tell, ask for its value in random rows, decide."""
 
     name = TEST
+    claims = "rows_seen"
     title = "feature completion"
     settings = FeatureCompletionSettings
     nothing_fits = "no question fits the model's context window"

@@ -143,6 +143,7 @@ class FeatureNames(Lifecycle[str, NamesFacts]):
     """Ask for the rest of the header; count the true names reproduced in order."""
 
     name = "feature_names"
+    claims = "knowledge"
     title = "feature names"
     settings = FeatureNamesSettings
     nothing_fits = "the prompt does not fit the model's context window"

@@ -85,6 +85,7 @@ class FeatureValues(SamplingTest[list[FeatureFormat]]):
     """Draw observations at low temperature and check each value's format."""
 
     name = "feature_values"
+    claims = "knowledge"
     title = "feature values"
     settings = FeatureValuesSettings
 

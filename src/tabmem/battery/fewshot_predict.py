@@ -219,6 +219,7 @@ class FewshotPredict(Lifecycle[Asked, PredictionFacts]):
     """Predict held-out rows from few-shot examples (or fit a baseline); score the accuracy."""
 
     name = NAME
+    claims = "learning"
     title = "few-shot prediction"
     settings = FewshotPredictSettings
     needs = frozenset({GENERATE, FIT})

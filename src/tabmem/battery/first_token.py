@@ -123,6 +123,7 @@ class FirstToken(WindowTest[TokenFacts]):
     """Fit the baselines, check the test can say something, ask, score first tokens, decide."""
 
     name = TEST
+    claims = "rows_seen"
     title = "first token"
     settings = FirstTokenSettings
 

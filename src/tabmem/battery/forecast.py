@@ -380,6 +380,7 @@ class Forecast(Lifecycle[int, Series]):
     """Forecast sampled steps of the series; score them per period; compare across the cutoff."""
 
     name = "forecast"
+    claims = "forecast"
     title = "forecast"
     settings = ForecastSettings
 

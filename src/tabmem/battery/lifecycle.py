@@ -78,6 +78,7 @@ class Lifecycle(ABC, Generic[Q, F]):
     title: ClassVar[str]  # how progress bars name the test: "row completion"
     nothing_fits: ClassVar[str] = "no query fits the model's context window with its answer"
     needs: ClassVar[frozenset[str]] = WRITES_TEXT  # model capabilities; any one will do
+    claims: ClassVar[str]  # what its evidence claims: one of tabmem.battery.base.CLAIMS
     settings: ClassVar[type[TestSettings]]  # the fields of conf/test/<name>.yaml it reads
 
     def bind(self, ctx: TestContext) -> TestContext:
@@ -213,7 +214,7 @@ def register_lifecycle(cls: L) -> L:
     test = cls()
     if isinstance(test, Rescorable):
         _RESCORABLE[cls.name] = test
-    register(cls.name, cls.needs)(test.run)
+    register(cls.name, cls.needs, cls.claims)(test.run)
     return cls
 
 

@@ -135,6 +135,7 @@ class MinKProb(ScoringTest[RowPair, PairFacts]):
     """Score real rows and their contrast rows; the share of pairs won, exact sign test."""
 
     name = "min_k_prob"
+    claims = "rows_seen"
     title = "Min-K% Prob"
     settings = MinKProbSettings
 

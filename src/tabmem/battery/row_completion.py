@@ -295,6 +295,7 @@ class RowCompletion(WindowTest[RowFacts]):
     """Ask for the row after each window; score exact matches and similarities; decide."""
 
     name = "row_completion"
+    claims = "rows_seen"
     title = "row completion"
     settings = RowCompletionSettings
 

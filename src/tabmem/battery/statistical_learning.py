@@ -225,6 +225,7 @@ class StatisticalLearning(Lifecycle[Query, None]):
     """Ask the model (or fit the baseline) on fresh synthetic problems; compare with LR and 1-NN."""
 
     name = NAME
+    claims = "learning"
     title = NAME
     settings = StatisticalLearningSettings
     needs = frozenset({GENERATE, FIT})

@@ -29,13 +29,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from tabmem.battery.base import claiming
 from tabmem.errors import TabmemError
 from tabmem.lab.report import lab_cells
 from tabmem.report.power import power_figure, power_tables
 from tabmem.report.rates import evidence_rate, interval_text, share_text
 from tabmem.report.writers import ReportTable, write_figure, write_table
 
-ROWS_SEEN = (
+TABLE_ORDER = (
     "header",
     "row_completion",
     "feature_completion",
@@ -46,16 +47,23 @@ ROWS_SEEN = (
     "sample",
     "min_k_prob",
     "row_order",
-)
-"""Tests whose ``evidence`` claims the model has seen the dataset's rows."""
-KNOWLEDGE = (
     "feature_names",
     "dataset_name",
     "feature_values",
     "feature_distribution",
     "conditional_distribution",
 )
-"""Tests whose ``evidence`` claims knowledge of the dataset's names, values or distribution."""
+"""The order the tables list tests in (the papers' order); which tests a table lists is what
+each test claims (``claims`` on its class), so a new test comes after these, by name."""
+
+
+def claiming_in_order(*claims: str) -> list[str]:
+    """The tests whose ``evidence`` makes one of ``claims`` (``rows_seen``, ``knowledge``), in
+    table order."""
+    found = [name for claim in claims for name in claiming(claim)]
+    return [t for t in TABLE_ORDER if t in found] + [t for t in found if t not in TABLE_ORDER]
+
+
 KNOW_NO_ROWS = ("oracle-null", "oracle-marginal", "oracle-learner", "oracle-copula")
 KNOW_PART = ("oracle-partial", "oracle-first-rows")
 DISTINCT = ("suite", "param.seed", "param.model.recall.share", "param.model.recall.rows")
@@ -155,11 +163,12 @@ def lab_roles(runs: pd.DataFrame) -> list[dict]:
     return rows
 
 
-def calibration_frame(cells: pd.DataFrame, tests: Sequence[str] = ROWS_SEEN) -> pd.DataFrame:
+def calibration_frame(cells: pd.DataFrame, tests: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per test: false-positive rate on the negatives, true-positive rate on the
-    positives, each with its interval, counts and the cells with evidence."""
+    positives, each with its interval, counts and the cells with evidence (``tests``: those
+    that claim rows seen, unless given)."""
     rows = []
-    for test in tests:
+    for test in claiming_in_order("rows_seen") if tests is None else tests:
         mine = cells[cells["test"] == test]
         if mine.empty:
             continue
@@ -201,7 +210,8 @@ def calibration_tables(runs: pd.DataFrame) -> list[ReportTable]:
     if cells.empty:
         return []
     run_ids = sorted(cells["run_id"])
-    return [*calibration_main_tables(cells, run_ids), *power_tables(cells, list(ROWS_SEEN))]
+    rows_seen = claiming_in_order("rows_seen")
+    return [*calibration_main_tables(cells, run_ids), *power_tables(cells, rows_seen)]
 
 
 def calibration_main_tables(cells: pd.DataFrame, run_ids: list[str]) -> list[ReportTable]:
@@ -223,7 +233,7 @@ def calibration_main_tables(cells: pd.DataFrame, run_ids: list[str]) -> list[Rep
         ReportTable(
             name="calibration_groups",
             title="Calibration: evidence cells / applicable cells per group of cells",
-            frame=group_frame(cells, [*ROWS_SEEN, *KNOWLEDGE]),
+            frame=group_frame(cells, claiming_in_order("rows_seen", "knowledge")),
             footnotes=[
                 "Tests of knowledge (the last rows) are expected to find the learner and the "
                 "marginal oracle, which know names and distributions; evidence there from the "
@@ -262,7 +272,7 @@ def write_calibration(tracking_uri: str, out: Path) -> list[Path]:
     written = [path for table in tables for path in write_table(table, out)]
     cells = calibration_cells(runs)
     if (cells["role"] == "power").any():
-        written += write_figure(power_figure(cells, list(ROWS_SEEN)), "power", out)
+        written += write_figure(power_figure(cells, claiming_in_order("rows_seen")), "power", out)
     path = out / "calibration_cells.csv"
     cells.to_csv(path, index=False)
     return [*written, path]
