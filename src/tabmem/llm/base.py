@@ -113,6 +113,22 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
+class BaseBackend:
+    """What most backends share: no tokenizer to offer (counts and tokens unknown) and nothing
+    to release. A backend subclasses it and overrides what it has."""
+
+    identity: dict[str, str]
+
+    def count_tokens(self, text: str) -> int | None:
+        return None
+
+    def tokenize(self, text: str) -> list[str] | None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
 @runtime_checkable
 class LogprobBackend(Protocol):
     """A backend that can also score text (optional; the log-probability tests need it).

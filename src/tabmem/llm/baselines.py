@@ -15,11 +15,11 @@ from typing import Any
 import pandas as pd
 
 from tabmem.errors import ConfigError, ProviderError
-from tabmem.llm.base import FIT, GenerationParams, Message
+from tabmem.llm.base import FIT, BaseBackend, GenerationParams, Message
 from tabmem.stats.classifiers import ESTIMATORS, Fitted, fit_predict
 
 
-class BaselineBackend:
+class BaselineBackend(BaseBackend):
     """A classifier fitted on tabular rows; ``chat`` and ``complete`` refuse with one sentence."""
 
     capabilities = frozenset({FIT})
@@ -35,7 +35,7 @@ class BaselineBackend:
         self.identity = {"provider": "baseline", "model": name, "estimator": estimator}
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any]) -> BaselineBackend:
+    def from_config(cls, cfg: Mapping[str, Any], ctx: object = None) -> BaselineBackend:
         options = {k: v for k, v in cfg.items() if k not in {"name", "backend", "estimator"}}
         return cls(str(cfg["name"]), str(cfg.get("estimator", "")), options)
 
@@ -62,12 +62,3 @@ class BaselineBackend:
 
     def complete(self, prompt: str, params: GenerationParams) -> str:
         raise ProviderError(self.refusal + ".")
-
-    def count_tokens(self, text: str) -> int | None:
-        return None
-
-    def tokenize(self, text: str) -> list[str] | None:
-        return None
-
-    def close(self) -> None:
-        """Nothing to release."""

@@ -35,14 +35,17 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tabmem.errors import ConfigError, ProviderError, TransientProviderError
-from tabmem.llm.base import GenerationParams, Message, Request
+from tabmem.llm.base import BaseBackend, GenerationParams, Message, Request
 from tabmem.llm.batch import AnthropicBatchClient, BatchClient, anthropic_params
 from tabmem.llm.endpoint import resolve_endpoint
 from tabmem.llm.openai_http import OpenAICompatibleClient, QueryError, reported_usage
-from tabmem.llm.reasoning import joined
+from tabmem.llm.reasoning import Reasoning, joined
+
+if TYPE_CHECKING:
+    from tabmem.llm.backends import BuildContext
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -87,7 +90,7 @@ def _error_headers(exc: Exception) -> Mapping[str, str] | None:
     return headers or None
 
 
-class LiteLLMBackend:
+class LiteLLMBackend(BaseBackend):
     """Chat and plain completion through litellm, with our own retries and cache around it.
 
     ``api_key_env`` / ``api_base_env`` name environment variables; they are read here,
@@ -280,6 +283,29 @@ class LiteLLMBackend:
         )
         return self._answered(response.choices[0].text or "", response)
 
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any], ctx: BuildContext) -> LiteLLMBackend:
+        """The backend a ``backend: litellm`` model config describes; a reasoning model's
+        ``reasoning_effort`` goes to the provider, and litellm drops what it refuses."""
+        reasoning = Reasoning.from_config(dict(cfg), str(cfg.get("litellm_model", "")))
+        extra = dict(cfg.get("extra_params") or {})
+        if reasoning.effort:
+            extra["reasoning_effort"] = reasoning.effort
+        return cls(
+            model=cfg["litellm_model"],
+            completion_model=cfg.get("completion_model"),
+            name=cfg["name"],
+            api_base=cfg.get("api_base"),
+            api_base_env=cfg.get("api_base_env"),
+            api_key_env=cfg.get("api_key_env"),
+            timeout=float(cfg.get("timeout", 60)),
+            extra_params=extra,
+            require_credentials=ctx.require_credentials,
+            stream=bool(cfg.get("stream", False)),
+            drop_params=reasoning.active,
+            prompt_caching=str(cfg.get("prompt_caching", "auto")),
+        )
+
     @property
     def _provider(self) -> str:
         """The provider a litellm model name names (``openai`` for a bare name)."""
@@ -356,12 +382,6 @@ class LiteLLMBackend:
         if self._api_key:
             text = text.replace(self._api_key, "***")
         return text
-
-    def count_tokens(self, text: str) -> int | None:
-        return None
-
-    def tokenize(self, text: str) -> list[str] | None:
-        return None
 
     def close(self) -> None:
         """Release the HTTP clients' connections."""

@@ -9,14 +9,17 @@ A request with a stop rule stops generating as soon as its score is settled.
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tabmem.errors import ProviderError
 from tabmem.llm.base import GenerationParams, Message
 from tabmem.llm.stopping import StopRule
 from tabmem.llm.weights import sha256_file
+
+if TYPE_CHECKING:
+    from tabmem.llm.backends import BuildContext
 
 INSTALL_HINT = (
     'install it with CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install "llama-cpp-python>=0.3.16" '
@@ -117,6 +120,17 @@ class LlamaCppBackend:
         usage = getattr(self._usage, "value", None) or {}
         self._usage.value = None
         return usage
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any], ctx: BuildContext) -> LlamaCppBackend:
+        """The backend a ``backend: llama_cpp`` model config describes; ``n_threads`` null
+        takes the runner's share of the cores."""
+        return cls(
+            weights=ctx.weights(cfg),
+            name=cfg["name"],
+            context_window=int(cfg.get("context_window", 4096)),
+            n_threads=cfg.get("n_threads") or ctx.threads,
+        )
 
     def count_tokens(self, text: str) -> int | None:
         with self._lock:

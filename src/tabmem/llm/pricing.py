@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tabmem.llm.backends import is_paid
+
 PRICE_KEYS = ("input_cost_per_token", "output_cost_per_token")
 BATCH_KEYS = ("input_cost_per_token_batches", "output_cost_per_token_batches")
 BATCH_DISCOUNT = 0.5  # OpenAI's and Anthropic's batch rate, where the cost map has none
@@ -100,7 +102,7 @@ def model_price(cfg: Mapping[str, Any], batch: bool = False) -> Price | None:
         given = [float(cfg.get(key) or 0.0) for key in PRICE_KEYS]
         cache = [_number(cfg.get(key)) for key in CACHE_KEYS]
         price = Price(given[0], given[1], "model config", *cache)
-    elif cfg.get("backend") != "litellm":
+    elif not is_paid(str(cfg.get("backend"))):
         return FREE
     else:
         model = str(cfg["litellm_model"])

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tabmem.errors import ConfigError, ProviderError
-from tabmem.llm.base import GenerationParams, Message
+from tabmem.llm.base import BaseBackend, GenerationParams, Message
 
 _registered: dict[tuple[str, str], Any] = {}
 _lock = threading.Lock()
@@ -75,7 +75,7 @@ def cut_at_stop(text: str, stop: tuple[str, ...]) -> str:
     return text[: min(ends)] if ends else text
 
 
-class PythonBackend:
+class PythonBackend(BaseBackend):
     """Calls a registered Python object; its identity is its given name and qualified name."""
 
     def __init__(self, model: Any, name: str, callable_name: str) -> None:
@@ -84,7 +84,7 @@ class PythonBackend:
         self.identity = {"provider": "python", "model": name, "callable": callable_name}
 
     @classmethod
-    def from_config(cls, cfg: Mapping[str, Any]) -> PythonBackend:
+    def from_config(cls, cfg: Mapping[str, Any], ctx: object = None) -> PythonBackend:
         key = (str(cfg["name"]), str(cfg.get("callable")))
         with _lock:
             model = _registered.get(key)
@@ -115,12 +115,6 @@ class PythonBackend:
 
     def complete(self, prompt: str, params: GenerationParams) -> str:
         return self._call("complete", prompt, params)
-
-    def count_tokens(self, text: str) -> int | None:
-        return None
-
-    def tokenize(self, text: str) -> list[str] | None:
-        return None
 
     def close(self) -> None:
         """The object belongs to the caller, who may use it again: nothing to release."""

@@ -17,11 +17,14 @@ from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from queue import Empty, Queue
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tabmem.errors import ProviderError
 from tabmem.llm.base import GenerationParams, Message
 from tabmem.llm.stopping import StopRule
+
+if TYPE_CHECKING:
+    from tabmem.llm.backends import BuildContext
 
 INSTALL_HINT = 'pip install "tabmem[hf]" (torch, transformers, accelerate, gguf)'
 FULL_HASH_LIMIT = 4 << 30
@@ -172,10 +175,10 @@ class TransformersBackend:
         self._batcher = Batcher(self._generate_batch, self.batch_size, batch_wait_s)
 
     @classmethod
-    def from_config(cls, cfg: Any, weights: Path) -> TransformersBackend:
+    def from_config(cls, cfg: Any, ctx: BuildContext) -> TransformersBackend:
         """The backend a ``backend: transformers`` model config describes."""
         return cls(
-            weights=weights,
+            weights=ctx.weights(cfg),
             name=str(cfg["name"]),
             context_window=int(cfg.get("context_window", 4096)),
             device=str(cfg.get("device", "auto")),

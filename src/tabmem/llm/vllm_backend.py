@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import gc
 import threading
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tabmem.errors import ProviderError
 from tabmem.llm.base import GenerationParams, Message
 from tabmem.llm.transformers_backend import Batcher, weights_fingerprint
+
+if TYPE_CHECKING:
+    from tabmem.llm.backends import BuildContext
 
 INSTALL_HINT = (
     'install the GPU extra on a Linux machine with an NVIDIA GPU: pip install "tabmem[gpu]"'
@@ -89,10 +91,11 @@ class VLLMBackend:
         self._batcher = Batcher(self._generate_batch, batch_size, batch_wait_s)
 
     @classmethod
-    def from_config(cls, cfg: Any, weights: Path | None) -> VLLMBackend:
+    def from_config(cls, cfg: Any, ctx: BuildContext) -> VLLMBackend:
         """The backend a ``backend: vllm`` model config describes: local ``weights`` or a
         ``hf_model`` id already in the node's Hugging Face cache."""
         name = str(cfg["name"])
+        weights = ctx.weights(cfg) if cfg.get("weights") else None
         if weights is None and not cfg.get("hf_model"):
             raise ProviderError(f"Model '{name}' needs weights.path or hf_model in its config.")
         identity = {"weights_sha256": weights_fingerprint(weights)} if weights else {}

@@ -1,0 +1,86 @@
+"""The reference models as a backend: their server started on 127.0.0.1, reached over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from tabmem.errors import ConfigError
+from tabmem.llm.base import BaseBackend, GenerationParams, Message
+
+if TYPE_CHECKING:
+    from tabmem.llm.backends import BuildContext
+
+
+class OracleBackend(BaseBackend):
+    """A reference model: an OpenAI-compatible server on 127.0.0.1, reached through litellm.
+
+    Its identity names the oracle, not the server's port, so its answers stay cached
+    across runs; the HTTP path is nevertheless exercised on every fresh query.
+    """
+
+    def __init__(
+        self, oracle: str, name: str, timeout: float, recall: Mapping[str, Any] | None = None
+    ) -> None:
+        from tabmem.llm.litellm_backend import LiteLLMBackend
+        from tabmem.llm.oracle import ORACLES, OracleServer, load_available_datasets
+        from tabmem.llm.oracle.partial import PartialOracle
+
+        model_id, version = f"oracle-{oracle}", ""
+        if oracle == "partial":
+            model_id, version = _partial_id(recall or {}), PartialOracle.version
+        elif model_id in ORACLES:
+            version = ORACLES[model_id].version
+        else:
+            raise ConfigError(
+                f"Unknown oracle '{oracle}'; the oracles are: "
+                f"{', '.join(name.removeprefix('oracle-') for name in ORACLES)}, partial."
+            )
+        self.server = OracleServer(load_available_datasets())
+        self.server.start()
+        self._client = LiteLLMBackend(
+            model=f"openai/{model_id}",
+            completion_model=f"text-completion-openai/{model_id}",
+            name=name,
+            api_base=self.server.base_url,
+            timeout=timeout,
+            stream=True,
+        )
+        self.identity = {"provider": "oracle", "model": model_id, "version": version}
+
+    @classmethod
+    def from_config(cls, cfg: Mapping[str, Any], ctx: BuildContext) -> OracleBackend:
+        return cls(
+            oracle=cfg["oracle"],
+            name=cfg["name"],
+            timeout=float(cfg.get("timeout", 60)),
+            recall=cfg.get("recall"),
+        )
+
+    def chat(self, messages: list[Message], params: GenerationParams) -> str:
+        return self._client.chat(messages, params)
+
+    def complete(self, prompt: str, params: GenerationParams) -> str:
+        return self._client.complete(prompt, params)
+
+    def take_usage(self) -> dict[str, int]:
+        """The token usage the oracle server reported for this thread's last answer."""
+        return self._client.take_usage()
+
+    def close(self) -> None:
+        self.server.stop()
+
+
+def _partial_id(recall: Mapping[str, Any]) -> str:
+    """The served name of the partial memorizer a config's ``recall`` section describes."""
+    from tabmem.llm.oracle.partial import Recall
+
+    try:
+        return Recall(
+            float(recall["share"]), int(recall["seed"]), str(recall.get("rows", "random"))
+        ).model_id
+    except (KeyError, TypeError, ValueError) as error:
+        raise ConfigError(
+            f"oracle: partial needs recall.share (0 to 1), recall.seed and recall.rows "
+            f"(random or first): {error}"
+        ) from None
