@@ -309,16 +309,9 @@ class LanguageModel:
         )
 
     def _answer(self, key: str, request: Request) -> Response:
-        if self.cache is not None:
-            hit = self.cache.get_entry(key)
-            if hit is not None:
-                self.stats.add_cached(hit.usage)
-                if self.plan is not None:
-                    self.plan.add_cached()
-                cached = Response(text=hit.text, cached=True, usage=hit.usage)
-                answer = self._finished(cached, request)
-                self.stats.add(empty_answers=int(answer.text == ""))
-                return answer
+        cached = self._from_cache(key, request)
+        if cached is not None:
+            return cached
         if self.plan is not None:
             return self._plan(self.plan, key, request)
         response = self._call_with_retries(request)
@@ -330,6 +323,18 @@ class LanguageModel:
             self.stats.add(empty_answers=int(response.text == ""))
         return response
 
+    def _from_cache(self, key: str, request: Request) -> Response | None:
+        """The cached answer to ``request`` (thoughts cut off, counted as a hit), or None."""
+        hit = self.cache.get_entry(key) if self.cache is not None else None
+        if hit is None:
+            return None
+        self.stats.add_cached(hit.usage)
+        if self.plan is not None:
+            self.plan.add_cached()
+        answer = self._finished(Response(hit.text, True, usage=hit.usage), request)
+        self.stats.add(empty_answers=int(answer.text == ""))
+        return answer
+
     def _batched(
         self, batch: BatchClient, unique: dict[str, Request], progress: Progress, task: Any
     ) -> list[Response]:
@@ -338,12 +343,9 @@ class LanguageModel:
         answers: dict[str, Response] = {}
         jobs: list[BatchJob] = []
         for key, request in unique.items():
-            hit = self.cache.get_entry(key) if self.cache is not None else None
-            if hit is not None:
-                self.stats.add_cached(hit.usage)
-                answer = self._finished(Response(hit.text, True, usage=hit.usage), request)
-                self.stats.add(empty_answers=int(answer.text == ""))
-                answers[key] = answer
+            cached = self._from_cache(key, request)
+            if cached is not None:
+                answers[key] = cached
                 progress.advance(task)
                 continue
             sent = provider_params(request.params, self.reasoning)
