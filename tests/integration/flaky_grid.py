@@ -29,7 +29,7 @@ def write_model_config(conf: Path, name: str, base_url: str, **overrides: Any) -
         "prompt_form": "chat",
         "context_window": 100000,
         "max_concurrency": 4,
-        "timeout": 2.0,  # a hang (5 s) times out; a busy machine's slow answer does not
+        "timeout": 3.0,  # a hang (8 s) times out; a busy machine's slow answer does not
         "retry": dict(FAST_RETRY),
         **overrides,
     }

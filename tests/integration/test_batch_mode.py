@@ -49,7 +49,7 @@ def _scores(outputs: Path) -> dict[str, tuple[str, list]]:
 def test_a_batched_grid_gives_the_verdicts_and_scores_of_the_live_one(tmp_path, datasets):
     conf = tmp_path / "conf"
     with BatchServer(datasets) as server:
-        write_model_config(conf, "m", server.base_url, batch_poll_seconds=0.1)
+        write_model_config(conf, "m", server.base_url, batch_poll_seconds=0.1, timeout=30)
         live = run_sweep(tmp_path / "live", conf, EXPERIMENT, *GRID)
         assert live.returncode == 0, live.stderr[-3000:]
         asked_live = server.request_count
@@ -67,7 +67,7 @@ def test_a_batched_grid_gives_the_verdicts_and_scores_of_the_live_one(tmp_path, 
 def test_a_grid_killed_while_its_batches_are_pending_resumes_them(tmp_path, datasets):
     conf, outputs = tmp_path / "conf", tmp_path / "outputs"
     with BatchServer(datasets, hold=True) as server:
-        write_model_config(conf, "m", server.base_url, batch_poll_seconds=0.1)
+        write_model_config(conf, "m", server.base_url, batch_poll_seconds=0.1, timeout=30)
         with (tmp_path / "first.log").open("w") as log:
             first = subprocess.Popen(
                 sweep_command(outputs, conf, EXPERIMENT, *GRID, "batch=true"),
@@ -101,13 +101,14 @@ def test_a_grid_killed_while_its_batches_are_pending_resumes_them(tmp_path, data
 def test_anthropic_message_batches_give_the_scores_of_live_queries(tmp_path, datasets):
     conf = tmp_path / "conf"
     with BatchServer(datasets) as server:
-        write_model_config(conf, "m", server.base_url)
+        write_model_config(conf, "m", server.base_url, timeout=30)
         write_model_config(
             conf,
             "claude",
             server.base_url,
             litellm_model="anthropic/oracle-memorizer",
             batch_poll_seconds=0.1,
+            timeout=30,
         )
         live = run_sweep(tmp_path / "live", conf, EXPERIMENT, *GRID)
         assert live.returncode == 0, live.stderr[-3000:]

@@ -27,7 +27,7 @@ from tabmem.llm.litellm_backend import LiteLLMBackend
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:pydantic")
 
-TIMEOUT = 2.0  # seconds: long enough that a busy 2-core machine answers every non-hang in time
+TIMEOUT = 3.0  # seconds: long enough that a busy 2-core machine answers every non-hang in time
 RETRY_AFTER = 0.3
 POLICY = RetryPolicy(max_retries=3, base_delay=0.05, max_delay=0.2)
 TRANSIENT = [
@@ -59,7 +59,7 @@ def datasets():
 @pytest.fixture
 def server(datasets) -> Iterator[FlakyServer]:
     with FlakyServer(
-        datasets, retry_after=RETRY_AFTER, hang_seconds=5, default_model="oracle-memorizer"
+        datasets, retry_after=RETRY_AFTER, hang_seconds=8, default_model="oracle-memorizer"
     ) as running:
         yield running
 
@@ -221,7 +221,7 @@ def flaky_sweep(tmp_path_factory, datasets):
     conf = tmp_path_factory.mktemp("conf")
     outputs = tmp_path_factory.mktemp("outputs")
     schedule = SeededFaults(seed=1, rates=RATES, max_faults=2)
-    flaky = FlakyServer(datasets, schedule, retry_after=RETRY_AFTER, hang_seconds=5)
+    flaky = FlakyServer(datasets, schedule, retry_after=RETRY_AFTER, hang_seconds=8)
     dead = FlakyServer(datasets, ScriptedFaults([Fault.SERVER_ERROR] * 10))
     with flaky, dead:
         write_model_config(conf, "flaky", flaky.base_url)

@@ -41,7 +41,9 @@ def sweep(tmp_path_factory):
     with OracleServer(datasets) as server:
         for name, (served, mode) in MODELS.items():
             extra = {"reasoning": mode, "reasoning_allowance": 64} if mode else {}
-            write_model_config(conf, name, server.base_url, served=served, **extra)
+            # no hangs here: a long timeout, so that a busy machine's slow answer is not retried
+            # until the query gives up
+            write_model_config(conf, name, server.base_url, served=served, timeout=30, **extra)
         result = run_sweep(
             outputs,
             conf,
