@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 import warnings
@@ -97,3 +98,16 @@ def test_logging_a_dataset_input_prints_no_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert dataset_input(adult).dataset.name == "adult"
+
+
+def test_a_store_leaves_mlflow_tracking_uri_alone(tmp_path, monkeypatch):
+    """MLflow's ``set_tracking_uri`` exports the variable to every later subprocess, which
+    honours it: a second grid (or ``tabmem.run``) in the same process would write into the
+    first one's store."""
+    import pandas as pd
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    store = _store(tmp_path)
+    table = {"t.json": pd.DataFrame({"a": [1]})}
+    store.log_cell("r", {}, {}, {"n": 1}, table, {"x.txt": "x"}, False)
+    assert "MLFLOW_TRACKING_URI" not in os.environ

@@ -80,17 +80,14 @@ class TrackingStore:
         return cls(resolved, root, experiment, outputs / "mlflow.lock")
 
     def __post_init__(self) -> None:
-        import mlflow
         from mlflow.tracking import MlflowClient
 
-        self._mlflow = mlflow
         for logger_name in ("mlflow", "alembic"):
             logging.getLogger(logger_name).setLevel(logging.WARNING)
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
         if self.artifact_root is not None:
             self.artifact_root.mkdir(parents=True, exist_ok=True)
         with self.locked():
-            mlflow.set_tracking_uri(self.uri)
             self.client = MlflowClient(tracking_uri=self.uri)
             found = self.client.get_experiment_by_name(self.experiment)
             if found is None:
