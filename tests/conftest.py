@@ -11,6 +11,17 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
+os.environ.pop("MLFLOW_TRACKING_URI", None)
+
+
+@pytest.fixture(autouse=True)
+def no_tracking_uri_leaks():
+    """``mlflow.set_tracking_uri`` (some tests read their stores through MLflow's fluent API)
+    exports ``MLFLOW_TRACKING_URI``, which tabmem honours: without this, every later sweep and
+    ``tabmem.run`` of the session would write into that test's store."""
+    os.environ.pop("MLFLOW_TRACKING_URI", None)
+    yield
+    os.environ.pop("MLFLOW_TRACKING_URI", None)
 
 
 @pytest.fixture

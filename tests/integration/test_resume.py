@@ -31,6 +31,9 @@ USAGE_METRICS = {
     "cached_prompt_tokens",
     "cached_completion_tokens",
     "evaluated_tokens",
+    "reasoning_tokens",
+    "provider_cached_prompt_tokens",  # the server's prompt cache saw other requests first
+    "provider_cache_write_tokens",
     "cost_usd",
     "unpriced_answers",
 }

@@ -34,9 +34,10 @@ def dataset_input(dataset: Dataset) -> DatasetInput:
         logged = mlflow.data.from_pandas(
             dataset.frame, source=str(dataset.path), name=name, digest=sha256[:DIGEST_CHARS]
         )
+        entity = logged._to_mlflow_entity()  # the schema is inferred here
     tags = [
         InputTag("mlflow.data.context", "evaluation"),
         InputTag("tabmem.sha256", sha256),
         InputTag("tabmem.transform", transform),
     ]
-    return DatasetInput(logged._to_mlflow_entity(), tags=tags)
+    return DatasetInput(entity, tags=tags)
