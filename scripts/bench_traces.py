@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bench_common import ROOT
 
-from tabmem.llm.base import GenerationParams, Message, Request
+from tabmem.llm.base import BaseBackend, GenerationParams, Message, Request
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
 from tabmem.results import QueryRecord
@@ -35,7 +35,7 @@ from tabmem.tracking.traces import QueryLog
 ROW = "5.1,3.5,1.4,0.2,Iris-setosa\n"
 
 
-class _Echo:
+class _Echo(BaseBackend):
     """A backend that answers at once: only the first pass calls it."""
 
     def __init__(self) -> None:
@@ -46,15 +46,6 @@ class _Echo:
 
     def complete(self, prompt: str, params: GenerationParams) -> str:
         return ROW * 5
-
-    def count_tokens(self, text: str) -> int | None:
-        return None
-
-    def tokenize(self, text: str) -> list[str] | None:
-        return None
-
-    def close(self) -> None:
-        return None
 
 
 def _requests(n: int) -> list[Request]:
