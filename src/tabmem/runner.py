@@ -13,7 +13,7 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import yaml
@@ -21,7 +21,7 @@ from rich.console import Console
 
 from tabmem.battery.base import TestContext, run_test
 from tabmem.cell import Cell, cell_params, config_hash
-from tabmem.data import Dataset, load_dataset
+from tabmem.data import load_dataset
 from tabmem.data.transforms import apply_transform
 from tabmem.data.twin import twin_info
 from tabmem.errors import ProviderError, TabmemError
@@ -43,6 +43,9 @@ from tabmem.tracking.inputs import dataset_input
 from tabmem.tracking.naming import run_description, run_title
 from tabmem.tracking.store import TrackingStore
 from tabmem.tracking.traces import QueryLog, match_answers
+
+if TYPE_CHECKING:
+    from mlflow.entities import DatasetInput
 
 
 def open_store(cfg: Any) -> TrackingStore:
@@ -201,6 +204,7 @@ def _run_pending(
     try:
         try:
             dataset = apply_transform(load_dataset(cfg.dataset), cfg.transform, int(cfg.seed))
+            data_input = dataset_input(dataset)  # once per cell: every test's run names it
             model = build_model(
                 cfg.model,
                 cache,
@@ -270,7 +274,7 @@ def _run_pending(
                     console,
                     queries,
                     model.endpoint,
-                    dataset=dataset,
+                    data_input=data_input,
                 )
             )
             started = time.time_ns()
@@ -354,11 +358,11 @@ def log_result(
     queries: QueryLog,
     endpoint: str = "",
     extra_tags: dict[str, str] | None = None,
-    dataset: Dataset | None = None,
+    data_input: DatasetInput | None = None,
 ) -> CellOutcome:
     """A finished cell: verdict, figures, every query and the config, as one FINISHED run
-    (``extra_tags`` mark where its answers came from, such as a transcript; ``dataset``, the
-    data as the model was shown it, becomes the run's dataset input)."""
+    (``extra_tags`` mark where its answers came from, such as a transcript; ``data_input``, the
+    data as the model was shown it (``tracking.inputs.dataset_input``), the run's dataset input)."""
     console.print(f"[bold]{cell.run_name}[/]")
     show_result(result, console, verbose=bool(cfg.show_queries))
     metrics = {**result.all_metrics(), **calls}
@@ -393,7 +397,7 @@ def log_result(
         start_ms=queries.window_ns[0] // 1_000_000,
         description=run_description(result.verdict.value, result.reason, headline(result)),
         queries=queries if cfg.tracking.get("traces", True) else None,
-        dataset=dataset_input(dataset) if dataset is not None else None,
+        dataset=data_input,
     )
     close_figures(result)
     outcome = CellOutcome(

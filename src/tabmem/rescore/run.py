@@ -56,6 +56,7 @@ def run_rescore(
     from tabmem.data.transforms import apply_transform
     from tabmem.data.twin import twin_info
     from tabmem.runner import log_result, open_store
+    from tabmem.tracking.inputs import dataset_input
     from tabmem.tracking.traces import QueryLog
 
     test = rescorable_test(test_name)
@@ -117,7 +118,7 @@ def run_rescore(
             console,
             QueryLog(result.records, cell.tags(), window),
             extra_tags={"source": "transcript", "transcript_sha256": digest},
-            dataset=data,
+            data_input=dataset_input(data),
         )
         run_id = outcome.run_id
     else:
