@@ -10,8 +10,6 @@ STAMP      := $(VENV)/.tabmem-installed
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 export MLFLOW_DISABLE_TELEMETRY := true
 export HF_HUB_OFFLINE := 1
-# llama.cpp's native build crashes with SIGILL (AMX) on some CPUs (README.md, "Models").
-export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
 .PHONY: demo test test-slow test-fast install install-demo lint ui ui-serve browser data-check clean-outputs help paper-tables lab calibrate rescore-published
 

@@ -1,15 +1,17 @@
 """Benchmark 3: the embedded model (SmolLM2-135M, llama.cpp) through the harness.
 
-- Throughput: the same requests (the header and row completion tests' queries on ``--dataset``)
-  answered by the harness (``LanguageModel`` over ``LlamaCppBackend``, no cache) and by
-  llama-cpp-python called directly on its own copy of the weights; tokens per second of both and
-  their ratio (target >= 0.9). Both run greedy with the same settings, so their answers must be
-  equal; the best of ``--repeats`` alternating rounds counts.
+- Throughput with one and with several slots: the same requests (the header and row completion
+  tests' queries on ``--dataset``) answered through the harness (``LanguageModel`` over
+  ``LlamaCppBackend``, no cache) by an engine with 1, 2 and 4 slots (``n_parallel``; the
+  queries in flight equal the slots), side by side in one run; the best of ``--repeats``
+  rounds counts, and each answer is compared with the one-slot answer.
+- Scoring throughput: the log-probabilities of ``--rows`` rows of the file after its header
+  (what Min-K% Prob asks), with 1 and 4 slots.
 - Prompt tokens per query for every test (chat form, the model's own tokenizer and template),
   and whether llama.cpp's KV cache is reused: for the first queries of each test, the tokens of
   each prompt that were evaluated versus those already in the cache from the previous query.
 
-    python scripts/bench_embedded.py [--dataset iris] [--repeats 2]
+    python scripts/bench_embedded.py [--dataset iris] [--repeats 2] [--threads 2]
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from tabmem.llm.llama_cpp_backend import LlamaCppBackend
 from tabmem.llm.weights import package_file
 
 CONTEXT = 8192
+SLOTS = (1, 2, 4)
 
 
 def weights() -> Path:
@@ -54,86 +57,75 @@ def composed_test_configs() -> dict[str, dict[str, Any]]:
     return configs
 
 
-def direct_round(llm: Any, requests: list[Request]) -> tuple[float, list[str], int, int]:
-    """llama-cpp-python on its own: wall time, answers, prompt and completion tokens."""
-    started = time.perf_counter()
-    texts, prompt_tokens, completion_tokens = [], 0, 0
-    for request in requests:
-        p = request.params
-        out = llm.create_chat_completion(
-            messages=list(request.messages or ()),
-            max_tokens=p.max_tokens,
-            temperature=p.temperature,
-            top_p=p.top_p,
-            stop=list(p.stop) or None,
-            seed=p.seed,
-        )
-        texts.append(out["choices"][0]["message"]["content"] or "")
-        prompt_tokens += out["usage"]["prompt_tokens"]
-        completion_tokens += out["usage"]["completion_tokens"]
-    return time.perf_counter() - started, texts, prompt_tokens, completion_tokens
+def engine(slots: int, threads: int | None) -> LlamaCppBackend:
+    return LlamaCppBackend(
+        weights(), "smollm2-135m", context_window=CONTEXT, n_threads=threads, n_parallel=slots
+    )
 
 
-def harness_round(model: LanguageModel, requests: list[Request]) -> tuple[float, list[str]]:
+def harness_round(model: LanguageModel, requests: list[Request]) -> tuple[float, list[str], int]:
+    """Wall time, answers and generated tokens of one round through the harness."""
     started = time.perf_counter()
     responses = model.run(requests)
-    return time.perf_counter() - started, [r.text for r in responses]
+    wall = time.perf_counter() - started
+    return (
+        wall,
+        [r.text for r in responses],
+        sum(r.usage.get("completion_tokens", 0) for r in responses),
+    )
 
 
-def throughput(backend: LlamaCppBackend, requests: list[Request], repeats: int) -> None:
-    from llama_cpp import Llama
-
-    direct = Llama(model_path=str(weights()), n_ctx=CONTEXT, n_batch=512, verbose=False)
-    model = LanguageModel(backend, "smollm2-135m", context_window=CONTEXT, show_progress=False)
-    direct_times, harness_times = [], []
-    for round_number in range(repeats):
-        if round_number % 2:  # alternate which path goes first
-            wall, harness_texts = harness_round(model, requests)
-            harness_times.append(wall)
-        wall, direct_texts, prompt_tokens, completion_tokens = direct_round(direct, requests)
-        direct_times.append(wall)
-        if not round_number % 2:
-            wall, harness_texts = harness_round(model, requests)
-            harness_times.append(wall)
-    direct.close()
-    best_direct, best_harness = min(direct_times), min(harness_times)
-    same = sum(a == b for a, b in zip(direct_texts, harness_texts, strict=True))
-    total = prompt_tokens + completion_tokens
-    rows = [
-        [path, wall, completion_tokens / wall, total / wall]
-        for path, wall in (
-            ("llama-cpp-python, direct", best_direct),
-            ("harness (LanguageModel)", best_harness),
+def throughput(requests: list[Request], repeats: int, threads: int | None) -> None:
+    rows, reference = [], None
+    for slots in SLOTS:
+        backend = engine(slots, threads)
+        model = LanguageModel(
+            backend,
+            "smollm2-135m",
+            context_window=CONTEXT,
+            max_concurrency=slots,
+            show_progress=False,
         )
-    ]
+        rounds = [harness_round(model, requests) for _ in range(repeats)]
+        backend.close()
+        wall, texts, generated = min(rounds)
+        reference = reference or (wall, texts)
+        same = sum(a == b for a, b in zip(reference[1], texts, strict=True))
+        rows.append(
+            [slots, wall, generated / wall, reference[0] / wall, f"{same} of {len(requests)}"]
+        )
     print_table(
-        f"3a. throughput: {len(requests)} queries, {prompt_tokens} prompt and "
-        f"{completion_tokens} generated tokens (best of {repeats} rounds)",
-        ["path", "wall s", "generated tok/s", "all tok/s"],
+        f"3a. generation: {len(requests)} queries through the harness, 1 to {SLOTS[-1]} slots "
+        f"(best of {repeats} rounds)",
+        ["slots", "wall s", "generated tok/s", "speed vs 1 slot", "answers as with 1 slot"],
         rows,
     )
-    ratio = best_direct / best_harness
-    print(f"harness / direct throughput: {ratio:.3f} (target >= 0.9: {_pass(ratio >= 0.9)})")
-    print(f"answers equal on both paths: {same} of {len(requests)}")
 
 
-class EvalLog:
-    """Counts, per generation, the prompt tokens and those llama.cpp had to evaluate."""
-
-    def __init__(self, llm: Any) -> None:
-        self.entries: list[dict[str, int]] = []
-        generate, evaluate = llm.generate, llm.eval
-
-        def logged_generate(tokens: Any, *args: Any, **kwargs: Any) -> Any:
-            self.entries.append({"prompt": len(tokens), "evaluated": -1})
-            return generate(tokens, *args, **kwargs)
-
-        def logged_eval(tokens: Any) -> Any:
-            if self.entries and self.entries[-1]["evaluated"] < 0:
-                self.entries[-1]["evaluated"] = len(tokens)
-            return evaluate(tokens)
-
-        llm.generate, llm.eval = logged_generate, logged_eval
+def scoring(dataset: Any, rows_scored: int, threads: int | None) -> None:
+    """Log-probabilities of rows after the header, as Min-K% Prob asks, with 1 and 4 slots."""
+    newline = dataset.newline
+    items = [(dataset.header + newline, row + newline) for row in dataset.rows[:rows_scored]]
+    out, reference = [], None
+    for slots in (1, SLOTS[-1]):
+        backend = engine(slots, threads)
+        tokens = sum(backend.count_tokens(line) or 0 for _, line in items)
+        started = time.perf_counter()
+        scores = backend.logprobs_batch(items)
+        wall = time.perf_counter() - started
+        backend.close()
+        reference = reference or scores
+        diff = max(
+            abs(a - b)
+            for x, y in zip(reference, scores, strict=True)
+            for a, b in zip(x, y, strict=True)
+        )
+        out.append([slots, len(items), tokens, wall, tokens / wall, f"{diff:.2g}"])
+    print_table(
+        "3c. scoring given text (forced tokens, log-probabilities from the model's distribution)",
+        ["slots", "rows", "tokens scored", "wall s", "tokens/s", "max |diff| vs 1 slot"],
+        out,
+    )
 
 
 def one_token(request: Request) -> Request:
@@ -147,8 +139,6 @@ def one_token(request: Request) -> Request:
 
 def prompt_tokens_and_reuse(backend: LlamaCppBackend, dataset: Any, kv_queries: int) -> None:
     """Per test: prompt tokens per query, and how much of each prompt the KV cache held."""
-    log = EvalLog(backend._llm)
-    model = LanguageModel(backend, "smollm2-135m", context_window=CONTEXT, show_progress=False)
     rows = []
     for name, params in composed_test_configs().items():
         recorder = RecordingModel("chat", CONTEXT, backend.count_tokens)
@@ -161,9 +151,15 @@ def prompt_tokens_and_reuse(backend: LlamaCppBackend, dataset: Any, kv_queries: 
             rows.append([name, 0, "-", "-", "-", "-", "no queries on this dataset"])
             continue
         sizes = [backend.count_tokens(r.as_text()) or 0 for r in requests]
-        start = len(log.entries)
-        model.run([one_token(r) for r in requests[:kv_queries]])
-        measured = log.entries[start:]
+        measured = []
+        for request in map(one_token, requests[:kv_queries]):
+            if request.messages is not None:
+                backend.chat(list(request.messages), request.params)
+            else:
+                backend.complete(request.prompt or "", request.params)
+            usage = backend.take_usage()
+            evaluated = usage["evaluated_tokens"] - usage["completion_tokens"]
+            measured.append({"prompt": usage["prompt_tokens"], "evaluated": evaluated})
         later = measured[1:]
         reused = [e["prompt"] - e["evaluated"] for e in later]
         share = sum(reused) / max(1, sum(e["prompt"] for e in later))
@@ -187,19 +183,17 @@ def prompt_tokens_and_reuse(backend: LlamaCppBackend, dataset: Any, kv_queries: 
     print("text tok: the messages' text alone; prompt tok: with the chat template, as evaluated")
 
 
-def _pass(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", default="iris")
     parser.add_argument("--queries", type=int, default=8, help="row completion queries")
+    parser.add_argument("--rows", type=int, default=16, help="rows scored in 3c")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
     parser.add_argument("--kv-queries", type=int, default=3, help="queries per test for 3b")
     args = parser.parse_args()
     dataset = load_dataset(dataset_specs()[args.dataset])
-    backend = LlamaCppBackend(weights(), "smollm2-135m", context_window=CONTEXT)
+    backend = engine(1, args.threads)
     configs = composed_test_configs()
     requests = []
     for name, extra in (("header", {}), ("row_completion", {"n_queries": args.queries})):
@@ -207,9 +201,10 @@ def main() -> None:
             recorder = RecordingModel("chat", CONTEXT, backend.count_tokens)
             requests += recorded_requests(name, dataset, {**configs[name], **extra}, recorder)
     print(f"embedded model smollm2-135m (llama.cpp, CPU) on {args.dataset}")
-    throughput(backend, requests, args.repeats)
     prompt_tokens_and_reuse(backend, dataset, args.kv_queries)
     backend.close()
+    throughput(requests, args.repeats, args.threads)
+    scoring(dataset, args.rows, args.threads)
 
 
 if __name__ == "__main__":

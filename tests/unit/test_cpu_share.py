@@ -35,6 +35,6 @@ def test_the_embedded_model_runs_on_its_share_unless_its_config_names_threads(tm
 
     cfg = OmegaConf.to_container(compose_config(["model=smollm2-135m"]).model, resolve=True)
     shared = build_backend(cfg, tmp_path, threads=cpu_share(2))
-    assert shared._llm.n_threads == shared._llm.n_threads_batch == max(1, CORES // 2)
+    assert shared.n_threads == shared.n_threads_batch == max(1, CORES // 2)
     own = build_backend({**cfg, "n_threads": 3}, tmp_path, threads=cpu_share(2))
-    assert own._llm.n_threads == own._llm.n_threads_batch == 3
+    assert own.n_threads == own.n_threads_batch == 3

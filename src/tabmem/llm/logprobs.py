@@ -66,7 +66,7 @@ def no_logprobs_reason(model: ScoringModel) -> str:
     provider = model.backend.identity.get("provider", "this")
     return (
         f"model '{model.name}' ({provider} backend) gives no log-probabilities; run a "
-        "transformers or vllm model (for instance model=smollm2-135m-hf)"
+        "llama_cpp, transformers or vllm model (for instance model=smollm2-135m)"
     )
 
 

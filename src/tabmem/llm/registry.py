@@ -67,7 +67,7 @@ def build_model(
         prompt_form=cfg.get("prompt_form", "chat"),
         context_window=int(cfg.get("context_window", 4096)),
         cache=cache,
-        max_concurrency=int(cfg.get("max_concurrency", 1)),
+        max_concurrency=int(cfg.get("max_concurrency") or cfg.get("n_parallel") or 1),
         retry=RetryPolicy(
             max_retries=int(retry.get("max_retries", 4)),
             base_delay=float(retry.get("base_delay", 1.0)),
