@@ -97,13 +97,12 @@ def recorded_requests(
 
 
 def start_latency_server(latency: float, datasets: str) -> tuple[subprocess.Popen, str]:
-    """``python -m tabmem.llm.faults`` in its own process (its CPU does not compete with the
-    client's interpreter); returns the process and its base URL."""
+    """The tests' flaky server (``tests/integration/flaky_server.py``) in its own process (its
+    CPU does not compete with the client's interpreter); returns the process and its base URL."""
     process = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "tabmem.llm.faults",
+            str(ROOT / "tests" / "integration" / "flaky_server.py"),
             "--latency",
             str(latency),
             "--datasets",

@@ -1,11 +1,11 @@
 """Benchmarks 1 and 2: does the harness keep a slow server busy, and is a re-run free?
 
 A local OpenAI-compatible server answers every request in a fixed time (200 ms by default;
-``tabmem.llm.faults`` in its own process). The row completion test (``--test``) with 100 queries
-runs in this process through the real client (litellm, cache, threads) at each
-``max_concurrency``, each with a fresh cache; its wall time is compared with the ideal
-(queries x latency / concurrency) and with a sequential client (the OpenAI SDK, one request at a
-time, same requests). Then the same grid runs again from the caches: its time and model calls.
+``tests/integration/flaky_server.py`` in its own process). The row completion test (``--test``) with
+100 queries runs in this process through the real client (litellm, cache, threads) at each
+``max_concurrency``, each with a fresh cache; its wall time is compared with the ideal (queries x
+latency / concurrency) and with a sequential client (the OpenAI SDK, one request at a time, same
+requests). Then the same grid runs again from the caches: its time and model calls.
 
     python scripts/bench_concurrency.py [--latency 0.2] [--queries 100] [--levels 1,4,16,64]
 """

@@ -3,7 +3,8 @@
 The working tree (tracked files and untracked ones git does not ignore; no ``.venv``, no
 ``outputs``) is copied to a temporary folder, as a fresh clone would give it. ``make demo``
 runs there with pip's caches off (``PIP_NO_CACHE_DIR=1``: every package is downloaded and
-nothing built earlier is reused), split into its two steps: ``make install-demo`` (a new
+nothing built earlier is reused) and no compiler (``CC=false CXX=false``: a package built from
+source in C or C++ fails it), split into its two steps: ``make install-demo`` (a new
 virtual environment with the demo's set: the core, the prebuilt llama.cpp engine and the
 SmolLM2 weights) and the demo grid itself. ``--full`` also times ``make install`` (the set
 ``make test`` needs: torch, transformers, Ray, Slurm) from nothing in a second copy.
@@ -52,9 +53,10 @@ def timed_make(target: str, folder: Path) -> tuple[float, subprocess.CompletedPr
 
 
 def _clean_env() -> dict[str, str]:
-    """The environment without this process's virtual environment, and with pip's caches off."""
+    """The environment without this process's virtual environment, with pip's caches off and
+    no C or C++ compiler (a package that would need one fails the benchmark)."""
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    env["PIP_NO_CACHE_DIR"] = "1"
+    env.update(PIP_NO_CACHE_DIR="1", CC="false", CXX="false")
     venv_bin = str(ROOT / ".venv" / "bin")
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != venv_bin)
     return env

@@ -190,7 +190,9 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=16, help="rows scored in 3c")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
-    parser.add_argument("--kv-queries", type=int, default=3, help="queries per test for 3b")
+    parser.add_argument(
+        "--kv-queries", type=int, default=3, help="queries per test for 3b (0: skip)"
+    )
     args = parser.parse_args()
     dataset = load_dataset(dataset_specs()[args.dataset])
     backend = engine(1, args.threads)
@@ -201,7 +203,8 @@ def main() -> None:
             recorder = RecordingModel("chat", CONTEXT, backend.count_tokens)
             requests += recorded_requests(name, dataset, {**configs[name], **extra}, recorder)
     print(f"embedded model smollm2-135m (llama.cpp, CPU) on {args.dataset}")
-    prompt_tokens_and_reuse(backend, dataset, args.kv_queries)
+    if args.kv_queries > 0:
+        prompt_tokens_and_reuse(backend, dataset, args.kv_queries)
     backend.close()
     throughput(requests, args.repeats, args.threads)
     scoring(dataset, args.rows, args.threads)

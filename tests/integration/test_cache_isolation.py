@@ -12,12 +12,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from flaky_server import FlakyServer
 
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
-from tabmem.llm.faults import FlakyServer
 from tabmem.llm.registry import build_model
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:pydantic")

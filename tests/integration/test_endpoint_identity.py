@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 from flaky_grid import mlflow_runs, run_sweep
+from flaky_server import FlakyServer
 
 from tabmem.data import dataset_specs, load_dataset
-from tabmem.llm.faults import FlakyServer
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:pydantic")
 

@@ -1,11 +1,10 @@
 """Fault injection over real HTTP on 127.0.0.1: every fault is survived, nothing is asked twice.
 
-A flaky OpenAI-compatible server (``tabmem.llm.faults``) answers as the memorizer oracle but,
-by a seeded schedule, answers 429 with Retry-After, 500, hangs past the timeout, drops the
-connection, sends an empty or malformed body, or an empty completion. The checks: a grid over it
+A flaky OpenAI-compatible server (``flaky_server.py`` beside this file) answers as the memorizer
+oracle but, by a seeded schedule, answers 429 with Retry-After, 500, hangs past the timeout, drops
+the connection, sends an empty or malformed body, or an empty completion. The checks: a grid over it
 finishes with every cell logged; retries obey backoff and Retry-After; the server saw exactly
-queries + retries requests.
-"""
+queries + retries requests."""
 
 from __future__ import annotations
 
@@ -17,12 +16,12 @@ from collections.abc import Iterator
 
 import pytest
 from flaky_grid import mlflow_runs, run_sweep, write_model_config
+from flaky_server import Arrival, Fault, FlakyServer, ScriptedFaults, SeededFaults
 
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.errors import TransientProviderError
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.llm.client import LanguageModel, RetryPolicy
-from tabmem.llm.faults import Arrival, Fault, FlakyServer, ScriptedFaults, SeededFaults
 from tabmem.llm.litellm_backend import LiteLLMBackend
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:pydantic")

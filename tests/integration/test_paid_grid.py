@@ -22,10 +22,10 @@ from pathlib import Path
 
 import pytest
 from flaky_grid import ROOT, mlflow_runs, run_sweep, sweep_command, sweep_env, write_model_config
+from flaky_server import FlakyServer
 from harness import settings_of
 
 from tabmem.data import dataset_specs, load_dataset
-from tabmem.llm.faults import FlakyServer
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:pydantic")
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 from flaky_grid import ROOT, mlflow_runs, run_sweep, sweep_command, sweep_env, write_model_config
+from flaky_server import FlakyServer
 
 from tabmem.data import dataset_specs, load_dataset
-from tabmem.llm.faults import FlakyServer
 
 GRID = ("-m", "model=resumable", "dataset=iris,titanic", "test=header")
 ANSWERS_BEFORE_KILL = 3

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 from flaky_grid import ROOT, mlflow_runs, run_sweep
+from flaky_server import Fault, FlakyServer, ScriptedFaults
 
 from tabmem.data import dataset_specs, load_dataset
-from tabmem.llm.faults import Fault, FlakyServer, ScriptedFaults
 
 KEY = f"sk-tabmem-fake-{uuid.uuid4().hex}"
 

@@ -22,8 +22,9 @@ makes every answer take a fixed time (benchmarks), and ``hold_after(n)`` lets n 
 through and keeps every later one waiting until ``release()`` (to kill a client while nothing is
 in flight but held requests).
 
-Manual use: ``python -m tabmem.llm.faults --latency 0.2`` prints the base URL and serves until
-it is stopped.
+Only tests and benchmarks use it, so it lives with the tests. Manual use:
+``PYTHONPATH=src python tests/integration/flaky_server.py --latency 0.2`` prints the base URL
+and serves until it is stopped.
 """
 
 from __future__ import annotations
@@ -409,7 +410,7 @@ def _parse_rate(text: str) -> tuple[Fault, float]:
 def main(argv: Sequence[str] | None = None) -> None:
     """Serve the oracles with the given latency and faults until stopped."""
     parser = argparse.ArgumentParser(
-        prog="python -m tabmem.llm.faults", description=__doc__.split("\n\n")[0]
+        prog="tests/integration/flaky_server.py", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free one)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per answer")
