@@ -1,0 +1,123 @@
+"""docs/contributing.md followed in a temporary copy of the repository: a new test, written as
+two files, is refused until the guide's steps are done, then runs and appears in the
+calibration table without a change to ``report/``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+NEW = "existence_three"
+
+TEST_MODULE = '''"""Existence with three versions of a record (written by following the guide)."""
+
+from tabmem.battery.existence import Existence
+from tabmem.battery.lifecycle import register_lifecycle
+
+
+@register_lifecycle
+class ExistenceThree(Existence):
+    """The existence probe with one real record among two altered copies."""
+
+    name = "existence_three"
+    title = "existence, three versions"
+'''
+
+
+def copy_repository(target: Path) -> None:
+    """The files git would ship (tracked, or untracked and not ignored)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    for raw in filter(None, listed):
+        source = ROOT / os.fsdecode(raw)
+        if source.is_file():
+            destination = target / os.fsdecode(raw)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination)
+
+
+def run(copy: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(copy / "src"), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    return subprocess.run(
+        [sys.executable, *args], cwd=copy, env=env, capture_output=True, text=True, timeout=600
+    )
+
+
+def add_to_suite(path: Path, after: str) -> None:
+    """Step 3 of the guide: the test joins a suite (its ``defaults`` and its ``suite`` list)."""
+    text = path.read_text()
+    text = text.replace(
+        f"  - /test/{after}@{after}\n", f"  - /test/{after}@{after}\n  - /test/{NEW}@{NEW}\n"
+    )
+    text = text.replace(f" {after},", f" {after}, {NEW},", 1)
+    path.write_text(text)
+
+
+def test_a_test_added_by_the_guide_reaches_the_calibration_table(tmp_path):
+    copy = tmp_path / "repo"
+    copy_repository(copy)
+    # Step 1 and 2: the test's module and its config.
+    (copy / "src" / "tabmem" / "battery" / f"{NEW}.py").write_text(TEST_MODULE)
+    config = (copy / "conf" / "test" / "existence.yaml").read_text()
+    config = config.replace("name: existence\n", f"name: {NEW}\n").replace(
+        "n_options: 5 ", "n_options: 3 "
+    )
+    (copy / "conf" / "test" / f"{NEW}.yaml").write_text(config)
+    checks = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit/test_test_claims.py"]
+    refused = run(copy, *checks)
+    assert refused.returncode == 1, refused.stdout[-3000:]
+    assert f"conf/test/calibration_rows.yaml does not run ['{NEW}']" in refused.stdout
+    assert f"README.md's test= row does not name ['{NEW}']" in refused.stdout
+    # Step 3: the calibration suites run it; README's test= row names it.
+    for suite in ("calibration", "calibration_rows", "lab_rows"):
+        add_to_suite(copy / "conf" / "test" / f"{suite}.yaml", after="existence")
+    readme = copy / "README.md"
+    readme.write_text(readme.read_text().replace("`existence`,", f"`existence`, `{NEW}`,", 1))
+    configs = "tests/unit/test_test_configs.py"
+    accepted = run(copy, *checks, configs, "tests/unit/test_contributing_guide.py")
+    assert accepted.returncode == 0, accepted.stdout[-3000:]
+    # It runs as a cell and the calibration table lists it, report/ untouched.
+    outputs = tmp_path / "outputs"
+    cell = run(
+        copy,
+        "run.py",
+        "model=oracle-memorizer",
+        "dataset=iris",
+        f"test={NEW}",
+        "experiment=calibrate",
+        f"outputs_dir={outputs}",
+        "progress=false",
+        "show_queries=false",
+    )
+    assert cell.returncode == 0, cell.stderr[-3000:]
+    table = run(
+        copy,
+        "scripts/calibration_table.py",
+        "--tracking-uri",
+        f"sqlite:///{outputs / 'mlflow.db'}",
+        "--out",
+        str(tmp_path / "cal"),
+    )
+    assert table.returncode == 0, table.stderr[-3000:]
+    written = (tmp_path / "cal" / "calibration.md").read_text()
+    assert f"| {NEW} |" in written
+    changed = subprocess.run(
+        [
+            "diff",
+            "-r",
+            str(ROOT / "src" / "tabmem" / "report"),
+            str(copy / "src" / "tabmem" / "report"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert changed.returncode == 0, changed.stdout
