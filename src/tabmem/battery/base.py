@@ -41,6 +41,13 @@ class TestContext:
         """The model's tokens of ``text``, or None without a model or tokenizer."""
         return self.model.tokenize(text) if self.model is not None else None
 
+    def model_for(self, step: str) -> LanguageModel:
+        """The model, which ``step`` ("Wording", "Asking") of a test's requests needs: recorded
+        answers are rescored without one, and never worded or asked."""
+        if self.model is None:
+            raise ConfigError(f"{step} a test's requests needs a model.")
+        return self.model
+
 
 TestFunction = Callable[[TestContext], TestResult]
 _REGISTRY: dict[str, TestFunction] = {}

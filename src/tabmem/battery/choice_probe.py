@@ -18,7 +18,6 @@ from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, count_metrics, c
 from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
 from tabmem.data.transforms import KEEP_IDENTITY, transform_name
-from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.prompts.choices import (
     LETTERS,
@@ -116,9 +115,7 @@ def source_phrase(dataset: Dataset, params: ChoiceSettings) -> str:
 
 def _request(ctx: TestContext, question: ChoiceQuestion) -> Request | None:
     p = ctx.params
-    model = ctx.model
-    if model is None:
-        raise ConfigError("Wording a test's requests needs a model.")
+    model = ctx.model_for("Wording")
     chat = model.prompt_form == "chat"
     params = GenerationParams(
         max_tokens=p.max_tokens,

@@ -40,7 +40,6 @@ from tabmem.battery.sample import metric_name
 from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
 from tabmem.data.values import normalize_value
-from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.llm.client import LanguageModel
 from tabmem.prompts.fewshot import chat_messages, fit_to_context
@@ -343,9 +342,7 @@ class ConditionalCompletion(Rescorable[Asked, PrefixFacts]):
         return Asked(recorded.line, Question(row, position, recorded.prompt, values, truth))
 
     def word(self, ctx: TestContext, queries: Sequence[Asked], facts: PrefixFacts) -> Worded[Asked]:
-        model = ctx.model
-        if model is None:
-            raise ConfigError("Wording a test's requests needs a model.")
+        model = ctx.model_for("Wording")
         pool = example_pool(ctx.dataset, ctx.params.few_shot_pool)
         columns = list(zip(*data_values(ctx.dataset), strict=True))
         worded: Worded[Asked] = Worded([], [])

@@ -20,7 +20,6 @@ from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, register_lifecycle
 from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset, DatasetSpec, dataset_specs
-from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.prompts.fewshot import chat_messages, fit_to_context
 from tabmem.prompts.observations import dataset_title, example_pool
@@ -99,9 +98,7 @@ def _request(
     template = p.name_prompt
     examples = [(_question(template, d, shown.rows), dataset_title(d)) for d in shots]
     question = _question(template, shown.dataset, shown.rows)
-    model = ctx.model
-    if model is None:
-        raise ConfigError("Wording a test's requests needs a model.")
+    model = ctx.model_for("Wording")
     chat = model.prompt_form == "chat"
     params = GenerationParams(
         max_tokens=p.max_tokens,

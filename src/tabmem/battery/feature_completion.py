@@ -190,9 +190,7 @@ def word_questions(
 ) -> Worded[FeatureQuestion]:
     """Requests for the questions; chat adds few-shot questions from other datasets."""
     p = ctx.params
-    model = ctx.model
-    if model is None:
-        raise ConfigError("Wording a test's requests needs a model.")
+    model = ctx.model_for("Wording")
     chat = model.prompt_form == "chat"
     examples = _examples(ctx, random.Random(ctx.seed + 1)) if chat else []
     worded: Worded[FeatureQuestion] = Worded([], [])

@@ -21,7 +21,6 @@ from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, register_lifecycle, wording_figures
 from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
-from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.prompts.fewshot import chat_messages, fit_to_context
 from tabmem.prompts.observations import dataset_title, example_pool
@@ -160,9 +159,7 @@ class FeatureNames(Lifecycle[str, NamesFacts]):
 
     def word(self, ctx: TestContext, queries: Sequence[str], facts: NamesFacts) -> Worded[str]:
         p = ctx.params
-        model = ctx.model
-        if model is None:
-            raise ConfigError("Wording a test's requests needs a model.")
+        model = ctx.model_for("Wording")
         chat = model.prompt_form == "chat"
         rng = random.Random(ctx.seed)
         pool = example_pool(ctx.dataset, p.few_shot_pool)

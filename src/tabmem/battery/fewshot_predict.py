@@ -29,7 +29,6 @@ from tabmem.data import Dataset
 from tabmem.data.prediction import PredictionData, prediction_data
 from tabmem.data.splits import Block, holdout_blocks, stratified_sample
 from tabmem.data.transforms import spec_of, transform_name
-from tabmem.errors import ConfigError
 from tabmem.llm.base import FIT, GENERATE, FitRequest, GenerationParams, Request
 from tabmem.prompts.fewshot import fit_to_context
 from tabmem.prompts.ifthen import IfThenFormat, ifthen_request
@@ -255,9 +254,7 @@ class FewshotPredict(Lifecycle[Asked, PredictionFacts]):
     def word(
         self, ctx: TestContext, queries: Sequence[Asked], facts: PredictionFacts
     ) -> Worded[Asked]:
-        model = ctx.model
-        if model is None:
-            raise ConfigError("Wording a test's requests needs a model.")
+        model = ctx.model_for("Wording")
         data, questions = facts.data, facts.questions
         if GENERATE not in model.capabilities:
             requests = _fit_requests(data, facts.blocks, queries, questions, ctx.seed)

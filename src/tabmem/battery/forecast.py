@@ -396,9 +396,7 @@ class Forecast(Lifecycle[int, Series]):
 
     def word(self, ctx: TestContext, queries: Sequence[int], facts: Series) -> Worded[int]:
         """The request of each step that fits the context window; the others are skipped."""
-        model = ctx.model
-        if model is None:
-            raise ConfigError("Wording a test's requests needs a model.")
+        model = ctx.model_for("Wording")
         s, series = ctx.params, facts
         description = ctx.dataset.spec.description or f"the series '{ctx.dataset.name}'."
         worded: Worded[int] = Worded([], [])

@@ -181,9 +181,7 @@ class Header(Rescorable[HeaderQuery, HeaderFacts]):
         self, ctx: TestContext, queries: Sequence[HeaderQuery], facts: HeaderFacts
     ) -> Worded[HeaderQuery]:
         p = ctx.params
-        model = ctx.model
-        if model is None:
-            raise ConfigError("Wording a test's requests needs a model.")
+        model = ctx.model_for("Wording")
         chat = model.prompt_form == "chat"
         stop_early = p.stop_on_divergence
         worded: Worded[HeaderQuery] = Worded([], [])

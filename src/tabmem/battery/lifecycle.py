@@ -145,11 +145,10 @@ class Lifecycle(ABC, Generic[Q, F]):
     def ask(self, ctx: TestContext, requests: Sequence[Any]) -> list[Any]:
         """The model's answers to the requests, in order: generated text (cached, retried,
         never raising), or a statistical baseline's labels for ``FitRequest``s."""
-        if ctx.model is None:
-            raise ConfigError("Asking a test's requests needs a model.")
+        model = ctx.model_for("Asking")
         if requests and all(isinstance(r, FitRequest) for r in requests):
-            return ctx.model.fit(requests)
-        return ctx.model.run(requests, description=f"{self.title} test on {ctx.dataset.name}")
+            return model.fit(requests)
+        return model.run(requests, description=f"{self.title} test on {ctx.dataset.name}")
 
     def judge(
         self,
@@ -169,12 +168,11 @@ class ScoringTest(Lifecycle[Q, F]):
     needs = frozenset({LOGPROBS})
 
     def ask(self, ctx: TestContext, requests: Sequence[Any]) -> list[Any]:
-        if ctx.model is None:
-            raise ConfigError("Asking a test's requests needs a model.")
+        model = ctx.model_for("Asking")
         flat = [one for group in requests for one in group]
-        scores = ctx.model.logprobs(flat, description=f"{self.title} on {ctx.dataset.name}")
+        scores = model.logprobs(flat, description=f"{self.title} on {ctx.dataset.name}")
         if scores is None:
-            raise ConfigError(no_logprobs_reason(ctx.model))
+            raise ConfigError(no_logprobs_reason(model))
         grouped, at = [], 0
         for group in requests:
             grouped.append(tuple(scores[at : at + len(group)]))

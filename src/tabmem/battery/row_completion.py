@@ -102,9 +102,7 @@ def word_windows(ctx: TestContext, windows: Sequence[Window]) -> Worded[Window]:
     same for every query, so local models reuse their prompt cache)."""
     p = ctx.params
     prefix_rows = p.prefix_rows
-    model = ctx.model
-    if model is None:
-        raise ConfigError("Wording a test's requests needs a model.")
+    model = ctx.model_for("Wording")
     chat = model.prompt_form == "chat"
     rng = random.Random(ctx.seed + 1)
     examples = few_shot_datasets(ctx.dataset, p.few_shot_pool, p.few_shot, rng) if chat else []

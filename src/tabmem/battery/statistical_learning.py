@@ -255,9 +255,7 @@ class StatisticalLearning(Lifecycle[Query, None]):
         return queries, None
 
     def word(self, ctx: TestContext, queries: Sequence[Query], facts: None) -> Worded[Query]:
-        model = ctx.model
-        if model is None:
-            raise ConfigError("Wording a test's requests needs a model.")
+        model = ctx.model_for("Wording")
         if GENERATE not in model.capabilities:
             requests = [_fit_request(q, model.name, ctx.seed + i) for i, q in enumerate(queries)]
             return Worded(list(queries), list(requests), {"queries_skipped": 0})

@@ -88,6 +88,8 @@ class LlamaCppBackend(BaseBackend):
             "model": name,
             "weights_sha256": sha256_file(self.weights),
         }
+        if self.n_parallel > 1:  # decoding in a batch changes a few greedy answers (benchmark 3)
+            self.identity["n_parallel"] = str(self.n_parallel)
 
     def chat(self, messages: list[Message], params: GenerationParams) -> str:
         return self._generate(self._server.handle_chat_completions, params, messages=messages)
