@@ -5,12 +5,14 @@ calibration table without a change to ``report/``."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+from bench_demo import copy_tree  # noqa: E402  (the files a fresh clone has)
+
 NEW = "existence_three"
 
 TEST_MODULE = '''"""Existence with three versions of a record (written by following the guide)."""
@@ -26,22 +28,6 @@ class ExistenceThree(Existence):
     name = "existence_three"
     title = "existence, three versions"
 '''
-
-
-def copy_repository(target: Path) -> None:
-    """The files git would ship (tracked, or untracked and not ignored)."""
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-    ).stdout.split(b"\0")
-    for raw in filter(None, listed):
-        source = ROOT / os.fsdecode(raw)
-        if source.is_file():
-            destination = target / os.fsdecode(raw)
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, destination)
 
 
 def run(copy: Path, *args: str) -> subprocess.CompletedProcess:
@@ -64,7 +50,7 @@ def add_to_suite(path: Path, after: str) -> None:
 
 def test_a_test_added_by_the_guide_reaches_the_calibration_table(tmp_path):
     copy = tmp_path / "repo"
-    copy_repository(copy)
+    copy_tree(copy)
     # Step 1 and 2: the test's module and its config.
     (copy / "src" / "tabmem" / "battery" / f"{NEW}.py").write_text(TEST_MODULE)
     config = (copy / "conf" / "test" / "existence.yaml").read_text()
