@@ -10,7 +10,7 @@ from typing import Any
 
 from tabmem.data import Dataset
 from tabmem.errors import ConfigError
-from tabmem.llm.base import FIT, GENERATE, LOGPROBS
+from tabmem.llm.base import FIT, GENERATE, LOGPROBS, GenerationParams
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.logprobs import no_logprobs_reason
 from tabmem.results import TestResult
@@ -40,6 +40,12 @@ class TestContext:
     def tokenize(self, text: str) -> list[str] | None:
         """The model's tokens of ``text``, or None without a model or tokenizer."""
         return self.model.tokenize(text) if self.model is not None else None
+
+    def greedy_answer(self, max_tokens: int) -> GenerationParams:
+        """The parameters of one greedy answer: a chat reply ends by itself, a plain completion
+        at the end of its line."""
+        stop = () if self.prompt_form == "chat" else ("\n",)
+        return GenerationParams(max_tokens=max_tokens, temperature=0.0, stop=stop, seed=self.seed)
 
     def model_for(self, step: str) -> LanguageModel:
         """The model, which ``step`` ("Wording", "Asking") of a test's requests needs: recorded

@@ -18,7 +18,7 @@ from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, count_metrics, c
 from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
 from tabmem.data.transforms import KEEP_IDENTITY, transform_name
-from tabmem.llm.base import GenerationParams, Request
+from tabmem.llm.base import Request
 from tabmem.prompts.choices import (
     LETTERS,
     UNPARSEABLE,
@@ -117,12 +117,7 @@ def _request(ctx: TestContext, question: ChoiceQuestion) -> Request | None:
     p = ctx.params
     model = ctx.model_for("Wording")
     chat = model.prompt_form == "chat"
-    params = GenerationParams(
-        max_tokens=p.max_tokens,
-        temperature=0.0,
-        stop=() if chat else ("\n",),
-        seed=ctx.seed,
-    )
+    params = ctx.greedy_answer(p.max_tokens)
     system, cue = p.system_prompt, p.answer_cue
 
     def build(_: int) -> Request:

@@ -40,7 +40,7 @@ from tabmem.battery.sample import metric_name
 from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
 from tabmem.data.values import normalize_value
-from tabmem.llm.base import GenerationParams, Request
+from tabmem.llm.base import Request
 from tabmem.llm.client import LanguageModel
 from tabmem.prompts.fewshot import chat_messages, fit_to_context
 from tabmem.prompts.observations import (
@@ -156,9 +156,7 @@ def _request(
     shots = rng.sample(pool, min(p.few_shot, len(pool)))
     examples = [_example(d, template, rng, question.position) for d in shots]
     chat = model.prompt_form == "chat"
-    params = GenerationParams(
-        max_tokens=max_tokens, temperature=0.0, stop=() if chat else ("\n",), seed=ctx.seed
-    )
+    params = ctx.greedy_answer(max_tokens)
 
     def build(kept: int) -> Request:
         if chat:

@@ -20,7 +20,7 @@ from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, register_lifecycle
 from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset, DatasetSpec, dataset_specs
-from tabmem.llm.base import GenerationParams, Request
+from tabmem.llm.base import Request
 from tabmem.prompts.fewshot import chat_messages, fit_to_context
 from tabmem.prompts.observations import dataset_title, example_pool
 from tabmem.results import QueryRecord, TestResult, Verdict
@@ -100,12 +100,7 @@ def _request(
     question = _question(template, shown.dataset, shown.rows)
     model = ctx.model_for("Wording")
     chat = model.prompt_form == "chat"
-    params = GenerationParams(
-        max_tokens=p.max_tokens,
-        temperature=0.0,
-        stop=() if chat else ("\n",),
-        seed=ctx.seed,
-    )
+    params = ctx.greedy_answer(p.max_tokens)
 
     def build(kept: int) -> Request:
         if chat:

@@ -37,7 +37,7 @@ from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
 from tabmem.data.values import normalize_value
 from tabmem.errors import ConfigError
-from tabmem.llm.base import GenerationParams, Request
+from tabmem.llm.base import Request
 from tabmem.prompts.fewshot import chat_messages, few_shot_datasets, fit_to_context
 from tabmem.prompts.observations import parse_observation
 from tabmem.results import QueryRecord, TestResult
@@ -196,12 +196,7 @@ def word_questions(
     worded: Worded[FeatureQuestion] = Worded([], [])
     dropped = skipped = 0
     for asked in questions:
-        params = GenerationParams(
-            max_tokens=model.count_tokens(asked.answer) + p.extra_tokens,
-            temperature=0.0,
-            stop=() if chat else ("\n",),
-            seed=ctx.seed,
-        )
+        params = ctx.greedy_answer(model.count_tokens(asked.answer) + p.extra_tokens)
 
         def build(kept: int, asked=asked, params=params) -> Request:
             if not chat:

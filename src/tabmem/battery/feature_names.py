@@ -21,7 +21,7 @@ from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, register_lifecycle, wording_figures
 from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
-from tabmem.llm.base import GenerationParams, Request
+from tabmem.llm.base import Request
 from tabmem.prompts.fewshot import chat_messages, fit_to_context
 from tabmem.prompts.observations import dataset_title, example_pool
 from tabmem.results import QueryRecord, TestResult, Verdict
@@ -165,12 +165,7 @@ class FeatureNames(Lifecycle[str, NamesFacts]):
         pool = example_pool(ctx.dataset, p.few_shot_pool)
         pool = rng.sample(pool, min(p.few_shot, len(pool)))
         examples = [_question(p.names_prompt, d) for d in pool]
-        params = GenerationParams(
-            max_tokens=model.count_tokens(ctx.dataset.header) + 16,
-            temperature=0.0,
-            stop=() if chat else ("\n",),
-            seed=ctx.seed,
-        )
+        params = ctx.greedy_answer(model.count_tokens(ctx.dataset.header) + 16)
         worded: Worded[str] = Worded([], [], {"few_shot_datasets": [d.name for d in pool]})
         for question in queries:
 

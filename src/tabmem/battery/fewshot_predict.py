@@ -29,7 +29,7 @@ from tabmem.data import Dataset
 from tabmem.data.prediction import PredictionData, prediction_data
 from tabmem.data.splits import Block, holdout_blocks, stratified_sample
 from tabmem.data.transforms import spec_of, transform_name
-from tabmem.llm.base import FIT, GENERATE, FitRequest, GenerationParams, Request
+from tabmem.llm.base import FIT, GENERATE, FitRequest, Request
 from tabmem.prompts.fewshot import fit_to_context
 from tabmem.prompts.ifthen import IfThenFormat, ifthen_request
 from tabmem.results import QueryRecord, TestResult, Verdict
@@ -262,12 +262,7 @@ class FewshotPredict(Lifecycle[Asked, PredictionFacts]):
             return Worded(list(queries), list(requests), context)
         chat = model.prompt_form == "chat"
         answer_tokens = max(model.count_tokens(c) for c in data.classes)
-        params = GenerationParams(
-            max_tokens=answer_tokens + model.count_tokens(data.target) + 8,
-            temperature=0.0,
-            stop=() if chat else ("\n",),
-            seed=ctx.seed,
-        )
+        params = ctx.greedy_answer(answer_tokens + model.count_tokens(data.target) + 8)
         worded: Worded[Asked] = Worded([], [])
         dropped = skipped = 0
         for asked in queries:

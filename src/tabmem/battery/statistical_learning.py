@@ -26,7 +26,7 @@ from tabmem.battery.lifecycle import Answer, Lifecycle, Worded, register_lifecyc
 from tabmem.battery.settings import TestSettings
 from tabmem.data.linear_problems import LinearProblem, linear_problem
 from tabmem.errors import ConfigError
-from tabmem.llm.base import FIT, GENERATE, FitRequest, GenerationParams, Request
+from tabmem.llm.base import FIT, GENERATE, FitRequest, Request
 from tabmem.prompts.fewshot import fit_to_context
 from tabmem.prompts.ifthen import IfThenFormat, ifthen_request
 from tabmem.results import QueryRecord, TestResult
@@ -131,9 +131,7 @@ def _model_request(
         raise ConfigError("Wording a test's requests needs a model and a problem.")
     chat = model.prompt_form == "chat"
     system = " ".join(ctx.params.system_prompt.split())
-    params = GenerationParams(
-        max_tokens=8, temperature=0.0, stop=() if chat else ("\n",), seed=ctx.seed
-    )
+    params = ctx.greedy_answer(8)
     names = _names(query.dimension)
     problem = query.problem
     shots = [
