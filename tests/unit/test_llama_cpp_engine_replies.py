@@ -3,7 +3,8 @@
 import pytest
 
 from tabmem.errors import ProviderError
-from tabmem.llm.llama_cpp_backend import _piece, _raise_on_error, _text, _usage
+from tabmem.llm.llama_cpp_backend import _piece, _raise_on_error, _usage
+from tabmem.llm.openai_http import reply_text
 
 
 def test_usage_counts_cached_prompt_tokens_as_prompt_but_not_as_evaluated():
@@ -21,9 +22,10 @@ def test_a_refused_request_raises_with_the_engine_message():
 
 
 def test_chat_and_plain_answers_read_their_text():
-    assert _text({"choices": [{"message": {"content": "5.1,3.5"}}]}) == "5.1,3.5"
-    assert _text({"choices": [{"text": "Iris"}]}) == "Iris"
-    assert _text({"choices": [{"message": {"content": None}}]}) == ""
+    """The engine's replies have the OpenAI shape the HTTP client reads (``reply_text``)."""
+    assert reply_text("chat", {"choices": [{"message": {"content": "5.1,3.5"}}]}) == "5.1,3.5"
+    assert reply_text("complete", {"choices": [{"text": "Iris"}]}) == "Iris"
+    assert reply_text("chat", {"choices": [{"message": {"content": None}}]}) == ""
 
 
 def test_a_piece_given_as_bytes_is_decoded():

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from tabmem.errors import ProviderError
 from tabmem.llm.base import BaseBackend, GenerationParams, Message
+from tabmem.llm.openai_http import reply_text
 from tabmem.llm.stopping import StopRule
 from tabmem.llm.weights import sha256_file
 
@@ -92,14 +93,16 @@ class LlamaCppBackend(BaseBackend):
             self.identity["n_parallel"] = str(self.n_parallel)
 
     def chat(self, messages: list[Message], params: GenerationParams) -> str:
-        return self._generate(self._server.handle_chat_completions, params, messages=messages)
+        return self._generate("chat", params, messages=messages)
 
     def complete(self, prompt: str, params: GenerationParams) -> str:
-        return self._generate(self._server.handle_completions, params, prompt=prompt)
+        return self._generate("complete", params, prompt=prompt)
 
-    def _generate(self, handle: Any, params: GenerationParams, **body: Any) -> str:
+    def _generate(self, kind: str, params: GenerationParams, **body: Any) -> str:
         """One generation, keeping its usage. With a stop rule the answer is streamed and the
         request cancelled as soon as the text so far settles the score."""
+        server = self._server
+        handle = server.handle_chat_completions if kind == "chat" else server.handle_completions
         body.update(
             max_tokens=params.max_tokens,
             temperature=params.temperature,
@@ -112,7 +115,7 @@ class LlamaCppBackend(BaseBackend):
         if params.stop_rule is None:
             out = handle(body)
             _raise_on_error(out, self.name)
-            text, timings = _text(out), out.get("timings") or {}
+            text, timings = reply_text(kind, out), out.get("timings") or {}
         else:
             text, timings = self._streamed_until_settled(handle, body, params.stop_rule)
         self._usage.value = _usage(timings)
@@ -253,12 +256,6 @@ def _raise_on_error(out: dict[str, Any], name: str) -> None:
     error = out.get("error", out)
     message = error.get("message", error) if isinstance(error, dict) else error
     raise ProviderError(f"Model '{name}' refused the request: {message}")
-
-
-def _text(out: dict[str, Any]) -> str:
-    """The text of a (chat) completion."""
-    choice = out["choices"][0]
-    return (choice["message"]["content"] if "message" in choice else choice["text"]) or ""
 
 
 def _usage(timings: Mapping[str, Any]) -> dict[str, int]:
