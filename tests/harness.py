@@ -14,24 +14,27 @@ from omegaconf import OmegaConf
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {
-    **os.environ,
+    **{k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"},
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     "HF_HUB_OFFLINE": "1",
-    "PYTHONPATH": str(ROOT / "src"),
 }
 
 
-def run_python(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    """``python <args>`` (a script or ``-m module``), offline, its output captured as text."""
+def run_python(*args: str, timeout: int = 900, root: Path = ROOT) -> subprocess.CompletedProcess:
+    """``python <args>`` (a script or ``-m module``) in the repository at ``root`` (this one,
+    or a copy) with its ``src`` first on the path, offline, its output captured as text."""
+    env = {**ENV, "PYTHONPATH": str(root / "src")}
     return subprocess.run(
-        [sys.executable, *args], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=timeout
+        [sys.executable, *args], cwd=root, env=env, capture_output=True, text=True, timeout=timeout
     )
 
 
-def run_tabmem(outputs: Path, *overrides: str, timeout: int = 900) -> subprocess.CompletedProcess:
+def run_tabmem(
+    outputs: Path, *overrides: str, timeout: int = 900, root: Path = ROOT
+) -> subprocess.CompletedProcess:
     """``python run.py <overrides>`` into ``outputs``, without progress bars or query colours."""
     settings = (f"outputs_dir={outputs}", "progress=false", "show_queries=false")
-    return run_python("run.py", *overrides, *settings, timeout=timeout)
+    return run_python("run.py", *overrides, *settings, timeout=timeout, root=root)
 
 
 @cache

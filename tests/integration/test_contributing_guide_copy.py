@@ -4,7 +4,6 @@ calibration table without a change to ``report/``."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 from bench_demo import copy_tree  # noqa: E402  (the files a fresh clone has)
+from harness import run_python, run_tabmem  # noqa: E402
 
 NEW = "existence_three"
 
@@ -28,14 +28,6 @@ class ExistenceThree(Existence):
     name = "existence_three"
     title = "existence, three versions"
 '''
-
-
-def run(copy: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(copy / "src"), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    env.pop("MLFLOW_TRACKING_URI", None)
-    return subprocess.run(
-        [sys.executable, *args], cwd=copy, env=env, capture_output=True, text=True, timeout=600
-    )
 
 
 def add_to_suite(path: Path, after: str) -> None:
@@ -59,7 +51,7 @@ def test_a_test_added_by_the_guide_reaches_the_calibration_table(tmp_path):
     )
     (copy / "conf" / "test" / f"{NEW}.yaml").write_text(config)
     checks = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit/test_test_claims.py"]
-    refused = run(copy, *checks)
+    refused = run_python(*checks, root=copy, timeout=600)
     assert refused.returncode == 1, refused.stdout[-3000:]
     assert f"conf/test/calibration_rows.yaml does not run ['{NEW}']" in refused.stdout
     assert f"README.md's test= row does not name ['{NEW}']" in refused.stdout
@@ -69,29 +61,30 @@ def test_a_test_added_by_the_guide_reaches_the_calibration_table(tmp_path):
     readme = copy / "README.md"
     readme.write_text(readme.read_text().replace("`existence`,", f"`existence`, `{NEW}`,", 1))
     configs = "tests/unit/test_test_configs.py"
-    accepted = run(copy, *checks, configs, "tests/unit/test_contributing_guide.py")
+    accepted = run_python(
+        *checks, configs, "tests/unit/test_contributing_guide.py", root=copy, timeout=600
+    )
     assert accepted.returncode == 0, accepted.stdout[-3000:]
     # It runs as a cell and the calibration table lists it, report/ untouched.
     outputs = tmp_path / "outputs"
-    cell = run(
-        copy,
-        "run.py",
+    cell = run_tabmem(
+        outputs,
         "model=oracle-memorizer",
         "dataset=iris",
         f"test={NEW}",
         "experiment=calibrate",
-        f"outputs_dir={outputs}",
-        "progress=false",
-        "show_queries=false",
+        root=copy,
+        timeout=600,
     )
     assert cell.returncode == 0, cell.stderr[-3000:]
-    table = run(
-        copy,
+    table = run_python(
         "scripts/calibration_table.py",
         "--tracking-uri",
         f"sqlite:///{outputs / 'mlflow.db'}",
         "--out",
         str(tmp_path / "cal"),
+        root=copy,
+        timeout=600,
     )
     assert table.returncode == 0, table.stderr[-3000:]
     written = (tmp_path / "cal" / "calibration.md").read_text()
