@@ -8,13 +8,8 @@ from harness import settings_of
 
 from tabmem.battery import row_completion
 from tabmem.battery.base import TestContext
-from tabmem.battery.row_completion import (
-    RowCompletion,
-    holm,
-    other_rows,
-    target_positions,
-    window,
-)
+from tabmem.battery.row_completion import RowCompletion, holm, other_rows
+from tabmem.battery.windows import target_positions, window
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.errors import ConfigError
 from tabmem.llm.client import LanguageModel

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from tabmem.battery.row_completion import target_positions
+from tabmem.battery.windows import target_positions
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.stats.baselines import exact_row_baseline, marginal_match
 from tabmem.stats.predictors import first_token_baseline

@@ -36,7 +36,7 @@ from tabmem.battery.lifecycle import (
     register_lifecycle,
     wording_figures,
 )
-from tabmem.battery.sample import metric_name
+from tabmem.battery.sampling import metric_name
 from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
 from tabmem.data.values import normalize_value

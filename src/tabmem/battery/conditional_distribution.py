@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import register_lifecycle
-from tabmem.battery.sample import SampleDraw, SamplingSettings, SamplingTest
+from tabmem.battery.sampling import SampleDraw, SamplingSettings, SamplingTest
 from tabmem.results import TestResult, Verdict
 from tabmem.stats.correlation import CorrelationComparison, compare_correlations, numeric_columns
 from tabmem.stats.verdicts import reaches

@@ -19,7 +19,7 @@ import pandas as pd
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import register_lifecycle
-from tabmem.battery.sample import SampleDraw, SamplingSettings, SamplingTest, metric_name
+from tabmem.battery.sampling import SampleDraw, SamplingSettings, SamplingTest, metric_name
 from tabmem.results import TestResult, Verdict
 from tabmem.stats.modes import FeatureModes, compare_modes, poisson_binomial_tail
 from tabmem.stats.samples import data_values

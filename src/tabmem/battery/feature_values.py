@@ -15,7 +15,7 @@ from scipy import stats
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import register_lifecycle
-from tabmem.battery.sample import SampleDraw, SamplingSettings, SamplingTest, metric_name
+from tabmem.battery.sampling import SampleDraw, SamplingSettings, SamplingTest, metric_name
 from tabmem.prompts.observations import feature_names
 from tabmem.results import TestResult, Verdict
 from tabmem.stats.formats import FeatureFormat, feature_format

@@ -26,9 +26,9 @@ from tabmem.battery.lifecycle import (
     register_lifecycle,
     wording_figures,
 )
-from tabmem.battery.row_completion import (
-    RowCompletionSettings,
+from tabmem.battery.windows import (
     Window,
+    WindowSettings,
     WindowTest,
     row_order,
     too_short_reason,
@@ -45,8 +45,8 @@ from tabmem.stats.uniqueness import is_row_id, text_columns
 
 
 @dataclass(frozen=True)
-class FirstTokenSettings(RowCompletionSettings):
-    """``conf/test/first_token.yaml``: row completion's windows and the baseline's settings."""
+class FirstTokenSettings(WindowSettings):
+    """``conf/test/first_token.yaml``: the shared windows and the baselines' settings."""
 
     context_rows: int
     baseline_rows: int
