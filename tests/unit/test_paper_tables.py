@@ -14,7 +14,7 @@ from tabmem.data import dataset_specs, load_dataset
 from tabmem.report.fill_commands import MissingCells
 from tabmem.report.learning_figures import accuracy_difference_figure, memorization_status
 from tabmem.report.paper import write_paper
-from tabmem.report.paper_runs import PaperRuns
+from tabmem.report.paper_runs import PaperRuns, tabular_tests
 from tabmem.report.sample_figures import correlation_matrix, feature_pair
 from tabmem.tracking.store import TrackingStore, default_tracking_uri
 
@@ -281,7 +281,23 @@ def test_overview_marks_follow_model_order_and_the_newest_run(built):
     assert cell(frame, "header", dataset="wine") == "-† -†"
     text = (out / "overview.md").read_text()
     assert "Marks in each cell, in model order: gpt-x, oracle-null." in text
-    assert "`python run.py -m model=gpt-x,oracle-null dataset=wine,titanic," in text
+    # the columns are the paper grid's knowledge and memorization suites: iris has no
+    # dataset name, sample or conditional completion run, wine none at all
+    assert "`python run.py -m model=gpt-x,oracle-null dataset=iris,wine,titanic," in text
+    assert "test=dataset_name,sample,conditional_completion,feature_names," in text
+    assert list(frame.columns)[1:] == [
+        "feature names",
+        "dataset name",
+        "feature values",
+        "feature distribution",
+        "sample",
+        "conditional distribution",
+        "conditional completion",
+        "header",
+        "row completion",
+        "feature completion",
+        "first token",
+    ]
     assert "user-provided" in text.lower() and "dataset.path=" in text
 
 
@@ -360,6 +376,23 @@ def test_memorized_datasets_are_those_with_memorization_evidence(built):
     assert memorization_status(runs, "gpt-x", "iris") == "memorized"
     assert memorization_status(runs, "oracle-null", "iris") == "not shown memorized"
     assert memorization_status(runs, "gpt-x", "wine") == "untested"
+
+
+def test_any_test_of_rows_seen_marks_a_dataset_memorized(tmp_path):
+    """The split follows the tests' claims: existence claims rows seen, feature names does not."""
+    store = Store(tmp_path, "paper-unit-claims")
+    store.log("gpt-x", "wine", "existence")
+    store.log("gpt-x", "titanic", "feature_names")
+    store.log("gpt-x", "titanic", "header", "no_evidence")
+    runs = PaperRuns.load(store.uri, ["paper-unit-claims"])
+    assert memorization_status(runs, "gpt-x", "wine") == "memorized"
+    assert memorization_status(runs, "gpt-x", "titanic") == "not shown memorized"
+
+
+def test_the_dataset_tables_list_datasets_of_every_test_that_reads_one():
+    tests = tabular_tests()
+    assert {"header", "fewshot_predict", "completion_choice", "min_k_prob"} <= set(tests)
+    assert "statistical_learning" not in tests and "forecast" not in tests
 
 
 def test_models_option_restricts_language_models_but_keeps_baselines(built, tmp_path):

@@ -59,6 +59,7 @@ TestFunction = Callable[[TestContext], TestResult]
 _REGISTRY: dict[str, TestFunction] = {}
 _NEEDS: dict[str, frozenset[str]] = {}
 _CLAIMS: dict[str, str] = {}
+_READS_DATASET: dict[str, bool] = {}
 WRITES_TEXT = frozenset({GENERATE})
 CLAIMS = ("rows_seen", "knowledge", "learning", "forecast")
 """What a test's ``evidence`` claims: the model has seen the file's rows; it knows the file's
@@ -67,11 +68,11 @@ date. Calibration and the reports group tests by their claim."""
 
 
 def register(
-    name: str, needs: frozenset[str] = WRITES_TEXT, claims: str = ""
+    name: str, needs: frozenset[str] = WRITES_TEXT, claims: str = "", reads_dataset: bool = True
 ) -> Callable[[TestFunction], TestFunction]:
     """Decorator: make a test function runnable as ``test=<name>``. ``needs`` names the model
     capabilities (``tabmem.llm.base``) of which the test can use any one; ``claims`` one of
-    ``CLAIMS``."""
+    ``CLAIMS``; ``reads_dataset`` is false for a test that ignores its cell's dataset."""
     if claims not in CLAIMS:
         raise ValueError(f"test '{name}' claims '{claims}'; a test claims one of {CLAIMS}")
 
@@ -79,6 +80,7 @@ def register(
         _REGISTRY[name] = function
         _NEEDS[name] = needs
         _CLAIMS[name] = claims
+        _READS_DATASET[name] = reads_dataset
         return function
 
     return add
@@ -88,6 +90,12 @@ def claiming(claim: str) -> list[str]:
     """The registered tests whose ``evidence`` makes ``claim``, by name."""
     registry()
     return sorted(name for name, made in _CLAIMS.items() if made == claim)
+
+
+def reading_datasets() -> list[str]:
+    """The registered tests that read their cell's dataset, by name."""
+    registry()
+    return sorted(name for name, reads in _READS_DATASET.items() if reads)
 
 
 def registry() -> dict[str, TestFunction]:

@@ -80,6 +80,7 @@ class Lifecycle(ABC, Generic[Q, F]):
     needs: ClassVar[frozenset[str]] = WRITES_TEXT  # model capabilities; any one will do
     claims: ClassVar[str]  # what its evidence claims: one of tabmem.battery.base.CLAIMS
     settings: ClassVar[type[TestSettings]]  # the fields of conf/test/<name>.yaml it reads
+    reads_dataset: ClassVar[bool] = True  # false: the cell's dataset is ignored (synthetic tasks)
 
     def bind(self, ctx: TestContext) -> TestContext:
         """The cell with its config loaded into the test's typed settings (``ctx.params``),
@@ -212,7 +213,7 @@ def register_lifecycle(cls: L) -> L:
     test = cls()
     if isinstance(test, Rescorable):
         _RESCORABLE[cls.name] = test
-    register(cls.name, cls.needs, cls.claims)(test.run)
+    register(cls.name, cls.needs, cls.claims, cls.reads_dataset)(test.run)
     return cls
 
 

@@ -225,6 +225,7 @@ class StatisticalLearning(Lifecycle[Query, None]):
     name = NAME
     claims = "learning"
     title = NAME
+    reads_dataset = False
     settings = StatisticalLearningSettings
     needs = frozenset({GENERATE, FIT})
     nothing_fits = "no problem fits the model's context window"

@@ -8,19 +8,20 @@ import math
 import pandas as pd
 from matplotlib.figure import Figure
 
+from tabmem.battery.base import claiming
 from tabmem.report.cell_text import applicable, number
 from tabmem.report.paper_runs import TRANSFORMS, PaperRuns
 from tabmem.report.writers import ReportFigure
 
-MEMORIZATION_TESTS = ("header", "row_completion", "feature_completion", "first_token")
 LR = "logistic-regression"
 PANELS = ("memorized", "not shown memorized")
 
 
 def memorization_status(runs: PaperRuns, model: str, dataset: str) -> str:
-    """``memorized`` when a memorization test of this model on this dataset found evidence,
-    ``not shown memorized`` when they ran without evidence, ``untested`` without runs."""
-    found = [runs.cell(model, dataset, test) for test in MEMORIZATION_TESTS]
+    """``memorized`` when a test of rows seen (``claims = "rows_seen"``) found evidence for this
+    model on this dataset, ``not shown memorized`` when they ran without evidence, ``untested``
+    without runs."""
+    found = [runs.cell(model, dataset, test) for test in claiming("rows_seen")]
     verdicts = [str(r["verdict"]) for r in found if r is not None]
     if "evidence" in verdicts:
         return "memorized"

@@ -6,20 +6,18 @@ import pandas as pd
 
 from tabmem.report.cell_text import MARKS, mark, source
 from tabmem.report.fill_commands import NO_RUN, MissingCells
-from tabmem.report.paper_runs import PaperRuns
+from tabmem.report.paper_runs import PaperRuns, suite_tests
 from tabmem.report.writers import ReportTable
 
-OVERVIEW_TESTS = {
-    "feature_names": "feature names",
-    "feature_values": "feature values",
-    "feature_distribution": "feature distribution",
-    "conditional_distribution": "conditional distribution",
-    "header": "header",
-    "row_completion": "row completion",
-    "feature_completion": "feature completion",
-    "first_token": "first token",
-}
-"""Test name -> column title, knowledge tests first, then the memorization tests."""
+
+def overview_tests() -> dict[str, str]:
+    """Test name -> column title: the paper grid's knowledge suite, then its memorization suite
+    (``conf/test/knowledge.yaml``, ``conf/test/memorization.yaml``)."""
+    return {
+        test: test.replace("_", " ")
+        for test in (*suite_tests("knowledge"), *suite_tests("memorization"))
+    }
+
 
 NO_RUN_MARK = f"{NO_RUN}†"
 """No run: ``-`` with a dagger, since a bare ``-`` is the mark of a test that does not apply."""
@@ -29,9 +27,10 @@ def overview_table(runs: PaperRuns) -> ReportTable:
     """One row per dataset, one column per test; each cell holds one mark per model."""
     missing = MissingCells(runs.experiment)
     rows, sources = [], []
+    columns = overview_tests()
     for dataset in runs.datasets:
         row = {"dataset": dataset}
-        for test, title in OVERVIEW_TESTS.items():
+        for test, title in columns.items():
             marks = []
             for model in runs.models:
                 run = runs.cell(model, dataset, test)
@@ -43,7 +42,7 @@ def overview_table(runs: PaperRuns) -> ReportTable:
                 sources.append(source(dataset, title, model, run, mark(run)))
             row[title] = " ".join(marks)
         rows.append(row)
-    frame = pd.DataFrame(rows, columns=["dataset", *OVERVIEW_TESTS.values()])
+    frame = pd.DataFrame(rows, columns=["dataset", *columns.values()])
     return ReportTable(
         name="overview",
         title="Knowledge and memorization tests: verdict per dataset and test",

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from tabmem.battery.base import claiming, reading_datasets
 from tabmem.paths import conf_dir
 from tabmem.tracking.runs import latest_finished, load_runs
 
@@ -37,6 +38,20 @@ def paper_datasets() -> tuple[str, ...]:
     return tuple(name.strip() for name in listed.split(",") if name.strip())
 
 
+@functools.cache
+def suite_tests(suite: str) -> tuple[str, ...]:
+    """The member tests of a suite the paper grid runs (``conf/test/<suite>.yaml``, the one
+    list of them: ``memorization``, ``knowledge``), in the suite's order."""
+    config = yaml.safe_load((conf_dir() / "test" / f"{suite}.yaml").read_text())
+    return tuple(config["suite"])
+
+
+def tabular_tests() -> list[str]:
+    """Tests whose cells are rows of the dataset tables: every registered test that reads its
+    cell's dataset, but forecasting, whose datasets are series with a table of their own."""
+    return sorted(set(reading_datasets()) - set(claiming("forecast")))
+
+
 BASELINES = ("logistic-regression", "gradient-boosted-tree", "majority-class")
 """The statistical baselines the learning tables always show (``model=…``)."""
 
@@ -45,21 +60,6 @@ ANY_MODEL = "<model>"
 
 TRANSFORMS = ("original", "perturbed", "task", "statistical")
 TEMPERATURE = "param.test.temperature"
-TABULAR_TESTS = (
-    "header",
-    "row_completion",
-    "feature_completion",
-    "first_token",
-    "feature_names",
-    "dataset_name",
-    "feature_values",
-    "feature_distribution",
-    "sample",
-    "conditional_distribution",
-    "conditional_completion",
-    "fewshot_predict",
-)
-"""Tests whose cells are rows of the dataset tables (statistical learning ignores its dataset)."""
 
 
 @dataclass
@@ -182,7 +182,7 @@ def _baseline_models(frame: pd.DataFrame) -> list[str]:
 
 def _dataset_rows(frame: pd.DataFrame) -> list[str]:
     """The paper's datasets, then any other dataset with a run of a tabular test."""
-    seen = set() if frame.empty else set(frame.loc[frame["test"].isin(TABULAR_TESTS), "dataset"])
+    seen = set() if frame.empty else set(frame.loc[frame["test"].isin(tabular_tests()), "dataset"])
     return [*paper_datasets(), *sorted(seen - set(paper_datasets()))]
 
 
