@@ -29,13 +29,16 @@ def dataset(text=TEXT):
 
 
 class ScriptBackend:
-    """Answers with the true next row (``mode="truth"``), a made-up row, or a wrapped truth."""
+    """Answers with the true next row (``mode="truth"``), a made-up row, a wrapped truth, or
+    a copy of the last row shown (``mode="repeat"``)."""
 
     def __init__(self, mode):
         self.mode = mode
         self.identity = {"provider": "test", "model": mode}
 
     def complete(self, prompt, params):
+        if self.mode == "repeat":
+            return prompt.strip().split("\n")[-1] + "\n"
         following = TEXT[TEXT.index(prompt) + len(prompt) :].split("\n")[0]
         if self.mode == "truth":
             return following + "\n"
@@ -125,6 +128,19 @@ def test_sorted_file_skips_the_similarity_test():
     assert result.metrics["rows_ordered"] == 1.0
     assert "similarity_p_value" not in result.metrics
     assert result.info["similarity_test"].startswith("skipped")
+
+
+def test_copying_the_last_row_shown_is_no_evidence_where_the_text_runs_in_order():
+    """A running id written as text (P041, P042) makes a copy of the previous row resemble the
+    next one more than random rows; the text part of the order check skips the similarity."""
+    rng = random.Random(3)
+    rows = [f"P{i:03d},{rng.randint(20, 400)},{rng.choice('yn')}" for i in range(120)]
+    text = "plot,trees,organic\n" + "".join(r + "\n" for r in rows)
+    result = run("repeat", text=text)
+    assert result.metrics["row_order_text_p_value"] < 0.01
+    assert result.metrics["rows_ordered"] == 1.0
+    assert "similarity_p_value" not in result.metrics
+    assert result.verdict is Verdict.NO_EVIDENCE
 
 
 def test_too_few_shuffles_for_alpha_is_a_clear_error():

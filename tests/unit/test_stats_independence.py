@@ -5,7 +5,7 @@ import random
 import pandas as pd
 import pytest
 
-from tabmem.stats.independence import row_order_check
+from tabmem.stats.independence import row_order_check, text_neighbours
 
 
 def shuffled_frame(n=200, seed=1):
@@ -43,3 +43,31 @@ def test_missing_values_are_alike_only_to_missing_values():
     order = row_order_check(frame, permutations=9, seed=0)
     # pairs: (1, nan) -> 0, (nan, nan) -> 1, (nan, 2) -> 0
     assert order.adjacent_similarity == pytest.approx(1 / 3)
+
+
+def id_rows(n=120, seed=7, ordered=True):
+    """Rows with a running id written as text and random values: only the text is ordered."""
+    rng = random.Random(seed)
+    rows = [f"P{i:03d},{rng.randint(20, 400)},{rng.choice('yn')}" for i in range(n)]
+    if not ordered:
+        rng.shuffle(rows)
+    return rows
+
+
+def test_a_running_text_id_is_seen_by_the_text_part_only():
+    rows = id_rows()
+    frame = pd.DataFrame([r.split(",") for r in rows], columns=["plot", "trees", "organic"])
+    values = row_order_check(frame, permutations=199, seed=0)
+    assert not values.ordered  # "P041" and "P042" are unequal values
+    text = text_neighbours(rows, seed=0)
+    assert text.gain > 0.05 and text.p_value < 0.01
+    combined = values.with_text(text, alpha=0.01)
+    assert combined.ordered
+    assert combined.metrics()["row_order_text_p_value"] == text.p_value
+
+
+def test_the_text_part_finds_nothing_in_shuffled_rows():
+    text = text_neighbours(id_rows(ordered=False), seed=0)
+    assert text.p_value > 0.05
+    values = row_order_check(shuffled_frame(), permutations=199, seed=0)
+    assert not values.with_text(text, alpha=0.01).ordered

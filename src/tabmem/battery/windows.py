@@ -18,7 +18,7 @@ from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.llm.stopping import StopRule
 from tabmem.prompts.fewshot import chat_messages, few_shot_datasets, fit_to_context
-from tabmem.stats.independence import RowOrder, row_order_check
+from tabmem.stats.independence import RowOrder, row_order_check, text_neighbours
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,8 @@ def too_short_reason(dataset: Dataset, params: WindowSettings) -> str:
 
 
 def row_order(ctx: TestContext) -> RowOrder:
-    """The data-only check of row order, at the configured level and number of shuffles."""
+    """The data-only check of row order, at the configured level and number of shuffles, on
+    the values and on the rows' text (``stats.independence.text_neighbours``)."""
     permutations = ctx.params.order_permutations
     alpha = ctx.params.alpha
     if 1 / (permutations + 1) >= alpha:
@@ -188,4 +189,7 @@ def row_order(ctx: TestContext) -> RowOrder:
             f"order_permutations={permutations} cannot give a p-value below alpha={alpha:g}; "
             f"use at least {int(1 / alpha)} shuffles (199 for alpha=0.01)."
         )
-    return row_order_check(ctx.dataset.frame, permutations=permutations, seed=ctx.seed, alpha=alpha)
+    values = row_order_check(
+        ctx.dataset.frame, permutations=permutations, seed=ctx.seed, alpha=alpha
+    )
+    return values.with_text(text_neighbours(ctx.dataset.rows, seed=ctx.seed), alpha)
