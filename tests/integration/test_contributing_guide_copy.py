@@ -1,9 +1,12 @@
 """docs/contributing.md followed in a temporary copy of the repository: a new test, written as
 two files, is refused until the guide's steps are done, then runs and appears in the
-calibration table without a change to ``report/``."""
+calibration table and the paper tables' index without a change to ``report/``; a new backend
+and a new dataset, added by the guide's steps, keep the checks green and run a cell."""
 
 from __future__ import annotations
 
+import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -89,6 +92,21 @@ def test_a_test_added_by_the_guide_reaches_the_calibration_table(tmp_path):
     assert table.returncode == 0, table.stderr[-3000:]
     written = (tmp_path / "cal" / "calibration.md").read_text()
     assert f"| {NEW} |" in written
+    # make paper-tables on the same store: its index lists the run through the calibration tables.
+    paper = run_python(
+        "scripts/paper_tables.py",
+        "--tracking-uri",
+        f"sqlite:///{outputs / 'mlflow.db'}",
+        "--out",
+        str(tmp_path / "paper"),
+        root=copy,
+        timeout=600,
+    )
+    assert paper.returncode == 0, paper.stderr[-3000:]
+    used = (tmp_path / "paper" / "runs.csv").read_text().splitlines()
+    new_runs = [line.split(",")[0] for line in used if f",{NEW}," in line]
+    assert len(new_runs) == 1, used
+    assert f"`{new_runs[0]}`" in (tmp_path / "paper" / "index.md").read_text()
     changed = subprocess.run(
         [
             "diff",
@@ -100,3 +118,141 @@ def test_a_test_added_by_the_guide_reaches_the_calibration_table(tmp_path):
         text=True,
     )
     assert changed.returncode == 0, changed.stdout
+
+
+BACKEND_MODULE = '''"""A backend that repeats the last line it was shown (the guide's example)."""
+
+from tabmem.llm.base import BaseBackend, GenerationParams, Message
+
+
+class RepeaterBackend(BaseBackend):
+    """Answers every request with the last non-empty line of its prompt: a model that
+    repeats what it read and never writes what follows."""
+
+    def __init__(self, name: str) -> None:
+        self.identity = {"provider": "repeater", "model": name}
+
+    @classmethod
+    def from_config(cls, cfg, ctx=None):
+        return cls(str(cfg["name"]))
+
+    def complete(self, prompt: str, params: GenerationParams) -> str:
+        lines = [line for line in prompt.splitlines() if line.strip()]
+        return lines[-1] if lines else ""
+
+    def chat(self, messages: list[Message], params: GenerationParams) -> str:
+        return self.complete(messages[-1]["content"], params)
+'''
+
+MODEL_CONFIG = """# Repeats the last line of its prompt (the guide's example backend).
+name: repeater
+backend: repeater
+prompt_form: completion
+context_window: 100000
+"""
+
+DATASET_CONFIG = """name: orchard-plots
+file: orchard-plots.csv
+path: null
+delimiter: ","
+kind: tabular
+description: "Invented orchard plots written by the guide-following test."
+aliases: []
+family: orchard-plots
+target: organic
+user_provided: false
+how_to_get: null
+transform_spec:
+  task: "Predict whether a plot is farmed organically from its records."
+  columns:
+    - {name: plot, kind: categorical, description: "Plot"}
+    - {name: trees, kind: numeric, description: "Trees"}
+    - {name: yield_kg, kind: numeric, description: "Yield (kg)"}
+    - {name: organic, kind: categorical, description: "Organic"}
+"""
+
+
+def orchard_csv(rows: int = 120, seed: int = 7) -> str:
+    """A small invented file: plots, their trees, their yield and whether they are organic."""
+    rng = random.Random(seed)
+    lines = ["plot,trees,yield_kg,organic"]
+    for i in range(rows):
+        trees = rng.randint(20, 400)
+        lines.append(f"P{i:03d},{trees},{trees * rng.uniform(8, 30):.1f},{rng.choice('yn')}")
+    return "\n".join(lines) + "\n"
+
+
+def test_a_backend_and_a_dataset_added_by_the_guide_run_a_cell(tmp_path):
+    copy = tmp_path / "repo"
+    copy_tree(copy)
+    # A backend: its module, its row in BACKENDS, a model config and its row in the docs.
+    (copy / "src" / "tabmem" / "llm" / "repeater_backend.py").write_text(BACKEND_MODULE)
+    backends = copy / "src" / "tabmem" / "llm" / "backends.py"
+    row = '    "repeater": BackendKind("tabmem.llm.repeater_backend:RepeaterBackend"),\n'
+    text = backends.read_text()
+    anchor = '    "python": BackendKind('
+    assert anchor in text
+    backends.write_text(text.replace(anchor, row + anchor, 1))
+    (copy / "conf" / "model" / "repeater.yaml").write_text(MODEL_CONFIG)
+    # A dataset: the file, its provenance entry (measured by --write), its config.
+    (copy / "data" / "orchard-plots.csv").write_text(orchard_csv())
+    provenance = copy / "data" / "provenance.json"
+    listed = json.loads(provenance.read_text())
+    listed["files"].append(
+        {
+            "dataset": "orchard-plots",
+            "file": "orchard-plots.csv",
+            "source": "written by tests/integration/test_contributing_guide_copy.py",
+            "licence": "this project's own data, under the project's licence",
+            "sha256": "",
+            "rows": 0,
+            "columns": 0,
+        }
+    )
+    provenance.write_text(json.dumps(listed))
+    (copy / "conf" / "dataset" / "orchard-plots.yaml").write_text(DATASET_CONFIG)
+    stale = run_python("scripts/data_provenance.py", root=copy, timeout=600)
+    assert stale.returncode == 1 and "orchard-plots.csv" in stale.stdout, stale.stdout
+    written = run_python("scripts/data_provenance.py", "--write", root=copy, timeout=600)
+    assert written.returncode == 0, written.stdout + written.stderr
+    assert "orchard-plots" in (copy / "data" / "PROVENANCE.md").read_text()
+    checks = run_python(
+        "-m",
+        "pytest",
+        "-v",
+        "-p",
+        "no:cacheprovider",
+        "tests/unit/test_data_registry.py",
+        "tests/unit/test_data_provenance.py",
+        "tests/unit/test_layout.py",
+        "tests/unit/test_contributing_guide.py",
+        root=copy,
+        timeout=900,
+    )
+    assert checks.returncode == 0, checks.stdout[-3000:]
+    assert "[orchard-plots]" in checks.stdout  # the registry tests took it from provenance.json
+    # The new backend answers a cell on the new dataset: it repeats the last row shown,
+    # never the next one, so row completion finds no evidence.
+    outputs = tmp_path / "outputs"
+    cell = run_tabmem(
+        outputs,
+        "model=repeater",
+        "dataset=orchard-plots",
+        "test=row_completion",
+        "test.n_queries=10",
+        root=copy,
+        timeout=600,
+    )
+    assert cell.returncode == 0, cell.stderr[-3000:]
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert len(runs) == 1
+    tags = runs[0].data.tags
+    assert (tags["model"], tags["dataset"], tags["verdict"]) == (
+        "repeater",
+        "orchard-plots",
+        "no_evidence",
+    )
+    assert runs[0].data.metrics["n_queries"] == 10
