@@ -43,6 +43,20 @@ def add_to_suite(path: Path, after: str) -> None:
     path.write_text(text)
 
 
+def write_report(copy: Path, script: str, outputs: Path, out: Path) -> None:
+    """A report script of the copy (calibration table, paper tables) on the store in ``outputs``."""
+    done = run_python(
+        script,
+        "--tracking-uri",
+        f"sqlite:///{outputs / 'mlflow.db'}",
+        "--out",
+        str(out),
+        root=copy,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 def test_a_test_added_by_the_guide_reaches_the_calibration_table(tmp_path):
     copy = tmp_path / "repo"
     copy_tree(copy)
@@ -80,29 +94,11 @@ def test_a_test_added_by_the_guide_reaches_the_calibration_table(tmp_path):
         timeout=600,
     )
     assert cell.returncode == 0, cell.stderr[-3000:]
-    table = run_python(
-        "scripts/calibration_table.py",
-        "--tracking-uri",
-        f"sqlite:///{outputs / 'mlflow.db'}",
-        "--out",
-        str(tmp_path / "cal"),
-        root=copy,
-        timeout=600,
-    )
-    assert table.returncode == 0, table.stderr[-3000:]
+    write_report(copy, "scripts/calibration_table.py", outputs, tmp_path / "cal")
     written = (tmp_path / "cal" / "calibration.md").read_text()
     assert f"| {NEW} |" in written
     # make paper-tables on the same store: its index lists the run through the calibration tables.
-    paper = run_python(
-        "scripts/paper_tables.py",
-        "--tracking-uri",
-        f"sqlite:///{outputs / 'mlflow.db'}",
-        "--out",
-        str(tmp_path / "paper"),
-        root=copy,
-        timeout=600,
-    )
-    assert paper.returncode == 0, paper.stderr[-3000:]
+    write_report(copy, "scripts/paper_tables.py", outputs, tmp_path / "paper")
     used = (tmp_path / "paper" / "runs.csv").read_text().splitlines()
     new_runs = [line.split(",")[0] for line in used if f",{NEW}," in line]
     assert len(new_runs) == 1, used
