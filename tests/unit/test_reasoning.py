@@ -76,6 +76,16 @@ def test_a_config_overrides_the_default_and_an_unknown_mode_is_refused():
         Reasoning.from_config({"reasoning": "loud"}, "m")
 
 
+def test_a_model_config_reads_its_provider_model_name_first():
+    served = {"name": "my-model", "litellm_model": "openai/gpt-5", "reasoning_effort": "high"}
+    assert (Reasoning.of_model(served).mode, Reasoning.of_model(served).effort) == (
+        "separate",
+        "high",
+    )
+    assert Reasoning.of_model({"name": "ollama/qwen3:8b"}).mode == "inline"
+    assert Reasoning.of_model({"name": "openai/gpt-5", "litellm_model": "gpt-4o"}).mode == "none"
+
+
 def test_reported_reasoning_tokens_are_kept():
     usage = {
         "prompt_tokens": 5,

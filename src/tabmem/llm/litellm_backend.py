@@ -287,7 +287,7 @@ class LiteLLMBackend(BaseBackend):
     def from_config(cls, cfg: Mapping[str, Any], ctx: BuildContext) -> LiteLLMBackend:
         """The backend a ``backend: litellm`` model config describes; a reasoning model's
         ``reasoning_effort`` goes to the provider, and litellm drops what it refuses."""
-        reasoning = Reasoning.from_config(dict(cfg), str(cfg.get("litellm_model", "")))
+        reasoning = Reasoning.of_model(cfg)
         extra = dict(cfg.get("extra_params") or {})
         if reasoning.effort:
             extra["reasoning_effort"] = reasoning.effort

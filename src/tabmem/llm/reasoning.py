@@ -13,7 +13,9 @@ room for the thoughts.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from tabmem.errors import ConfigError
 from tabmem.llm.base import GenerationParams
@@ -55,6 +57,13 @@ class Reasoning:
 
     def as_dict(self) -> dict[str, object]:
         return {"mode": self.mode, "allowance": self.allowance, "effort": self.effort}
+
+    @classmethod
+    def of_model(cls, cfg: Mapping[str, Any]) -> Reasoning:
+        """The reasoning of a model config, its default read from the provider's model name
+        (``litellm_model``) or else the config's name: the one place both the client (which
+        cuts thoughts off) and the backend (which sends the effort) take it from."""
+        return cls.from_config(dict(cfg), str(cfg.get("litellm_model") or cfg["name"]))
 
     @classmethod
     def from_config(cls, cfg: dict, model_name: str = "") -> Reasoning:

@@ -77,6 +77,6 @@ def build_model(
         price=price,
         budget=budget,
         plan=plan,
-        reasoning=Reasoning.from_config(dict(cfg), str(cfg.get("litellm_model") or cfg["name"])),
+        reasoning=Reasoning.of_model(cfg),
         batch=batch,
     )
