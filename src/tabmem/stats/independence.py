@@ -87,20 +87,17 @@ def text_neighbours(
     similarity statistic sees that, so a model that copies the previous row would beat random
     rows on such a file. This check measures that gain on the data alone."""
     n = len(rows)
-    if n < 3:
+    if n < 3 or positions < 1:
         return TextNeighbours(0.0, 1.0)
     rng = random.Random(seed)
     gains = []
     for t in rng.sample(range(1, n), min(positions, n - 1)):
         previous = rows[t - 1]
+        # two more than needed, so that at least one is left once the pair itself is dropped
         drawn = [i for i in rng.sample(range(n), min(others + 2, n)) if i not in (t, t - 1)]
         drawn = drawn[:others]
-        if not drawn:
-            continue
         random_mean = sum(levenshtein_similarity(previous, rows[i]) for i in drawn) / len(drawn)
         gains.append(levenshtein_similarity(previous, rows[t]) - random_mean)
-    if not gains:
-        return TextNeighbours(0.0, 1.0)
     return TextNeighbours(float(np.mean(gains)), wilcoxon_greater(gains))
 
 
