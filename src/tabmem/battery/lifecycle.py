@@ -229,6 +229,12 @@ def rescorable_test(name: str) -> Rescorable[Any, Any]:
     raise ConfigError(f"Unknown test '{name}'; tests that score recorded answers: {known}.")
 
 
+def title_of(name: str) -> str:
+    """How people read a registered test's name ("row completion"): its class's ``title``,
+    the one the progress bars show."""
+    return registry()[name].__self__.title
+
+
 def wording_figures(context: dict[str, Any]) -> dict[str, float]:
     """The numbers of a wording's context, as the result's metrics."""
     return {k: v for k, v in context.items() if isinstance(v, int | float)}

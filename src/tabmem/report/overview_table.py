@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from tabmem.battery.lifecycle import title_of
 from tabmem.report.cell_text import MARKS, mark, source
 from tabmem.report.fill_commands import NO_RUN, MissingCells
 from tabmem.report.paper_runs import PaperRuns, suite_tests
@@ -11,11 +12,10 @@ from tabmem.report.writers import ReportTable
 
 
 def overview_tests() -> dict[str, str]:
-    """Test name -> column title: the paper grid's knowledge suite, then its memorization suite
-    (``conf/test/knowledge.yaml``, ``conf/test/memorization.yaml``)."""
+    """Test name -> column title (the test's own): the paper grid's knowledge suite, then its
+    memorization suite (``conf/test/knowledge.yaml``, ``conf/test/memorization.yaml``)."""
     return {
-        test: test.replace("_", " ")
-        for test in (*suite_tests("knowledge"), *suite_tests("memorization"))
+        test: title_of(test) for test in (*suite_tests("knowledge"), *suite_tests("memorization"))
     }
 
 
