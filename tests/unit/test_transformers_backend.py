@@ -126,3 +126,16 @@ def test_a_stop_rule_ends_generation_once_the_answer_is_settled(backend):
     assert whole.startswith(stopped) and len(stopped) < len(whole)  # greedy: fewer of the same
     assert rule.end(stopped) is not None
     assert rule.cut(stopped) == rule.cut(whole)
+
+
+def test_a_cpu_model_takes_the_threads_its_cell_was_given(tmp_path):
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        folder = save_tiny_model(tmp_path / "t")
+        TransformersBackend(folder, "tiny", device="cpu").close()
+        assert torch.get_num_threads() == 2
+        TransformersBackend(folder, "tiny", device="cpu", threads=1).close()
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)

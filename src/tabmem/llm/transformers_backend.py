@@ -148,7 +148,10 @@ class TransformersBackend:
         dtype: str = "float32",
         batch_size: int = 8,
         batch_wait_s: float = 0.05,
+        threads: int | None = None,
     ) -> None:
+        """``threads``: the CPU threads torch uses when the model runs on the CPU (None:
+        torch's default, every core), so cells run side by side do not fight over cores."""
         try:
             import torch
             import transformers
@@ -165,6 +168,8 @@ class TransformersBackend:
         self._device = (
             ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
         )
+        if threads and self._device == "cpu":
+            torch.set_num_threads(threads)
         self._lock = threading.Lock()
         self.tokenizer, self.model = self._load(transformers, name, dtype)
         self.identity = {
@@ -184,6 +189,7 @@ class TransformersBackend:
             device=str(cfg.get("device", "auto")),
             dtype=str(cfg.get("dtype", "float32")),
             batch_size=int(cfg.get("batch_size", 8)),
+            threads=cfg.get("n_threads") or ctx.threads,
         )
 
     def _load(self, transformers: Any, name: str, dtype: str) -> tuple[Any, Any]:
