@@ -24,8 +24,10 @@ def sweep_command(
     outputs_dir: Path,
     experiment: str,
     overrides: Sequence[str] = (),
+    jobs: int = 1,
 ) -> list[str]:
-    """The run.py multirun that evaluates the lab: one job at a time (one model in memory)."""
+    """The run.py multirun that evaluates the lab, ``jobs`` cells at once (each job holds its
+    own copy of a checkpoint: one on a 2-core machine, several beside a GPU)."""
     return [
         sys.executable,
         str(project_root() / "run.py"),
@@ -36,7 +38,7 @@ def sweep_command(
         f"test={','.join(tests)}",
         f"experiment={experiment}",
         f"outputs_dir={outputs_dir.resolve()}",
-        "hydra.launcher.n_jobs=1",
+        f"hydra.launcher.n_jobs={jobs}",
         "progress=false",
         "show_queries=false",
         *overrides,

@@ -92,13 +92,14 @@ def run_lab(
     models = write_model_configs(plan, checkpoints, cfg.evaluation, root / "conf", stamp)
     experiment = f"lab-{plan.name}"
     command = sweep_command(
-        models,
+        models[::-1],  # the deepest checkpoint first: a lab stopped early has its telling cells
         [*plan.planted, *plan.held_out],
         [str(t) for t in cfg.evaluation.tests],
         root / "conf",
         outputs_dir,
         experiment,
         [str(o) for o in cfg.evaluation.get("overrides") or []],
+        int(cfg.evaluation.get("jobs", 1)),
     )
     log(f"evaluating {len(models)} checkpoints: {' '.join(command[1:])}")
     started = time.monotonic()
