@@ -7,6 +7,7 @@ import pytest
 
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.errors import ConfigError
+from tabmem.lab.evaluate import sweep_command
 from tabmem.lab.plan import LabPlan, load_lab_config, make_plan
 from tabmem.lab.report import (
     GROUP_BEFORE,
@@ -83,6 +84,15 @@ def test_shipped_lab_settings_load_and_plan():
         assert plan.planted and plan.held_out
     minimal = make_plan(load_lab_config("minimal"))
     assert len(minimal.planted) == 1
+    full = make_plan(load_lab_config("full"))
+    assert sorted(full.planted.values()) == [2, 2, 8, 8, 24, 24]
+    assert {"california-housing", "adult"} <= set(full.held_out)
+    assert set(full.first_rows) == {
+        "openml-diabetes",
+        "scikit-diabetes",
+        "titanic",
+        "synthetic-novel",
+    }
     with pytest.raises(ConfigError, match="No lab setting"):
         load_lab_config("nonexistent")
 
@@ -195,3 +205,12 @@ def test_paper_report_has_one_table_and_figure_per_setting():
     assert [f.name for f in figures] == ["lab-t-tpr"]
     plt.close(figures[0].figure)
     assert lab_reports(frame.drop(columns=["param.model.lab.setting"])) == ([], [])
+
+
+def test_the_sweep_runs_as_many_cells_at_once_as_the_setting_asks(tmp_path):
+    one = sweep_command(["m"], ["iris"], ["header"], tmp_path, tmp_path, "lab-t")
+    six = sweep_command(["m"], ["iris"], ["header"], tmp_path, tmp_path, "lab-t", (), 6)
+    assert "hydra.launcher.n_jobs=1" in one
+    assert "hydra.launcher.n_jobs=6" in six and "hydra.launcher.n_jobs=1" not in six
+    for setting, jobs in (("minimal", 1), ("standard", 1), ("full", 6)):
+        assert load_lab_config(setting).evaluation.jobs == jobs

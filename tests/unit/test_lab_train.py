@@ -11,7 +11,7 @@ from tiny_model import save_tiny_model
 
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.lab.plan import LabPlan
-from tabmem.lab.train import fine_tune
+from tabmem.lab.train import _step, fine_tune
 from tabmem.llm.transformers_backend import TransformersBackend, weights_fingerprint
 
 TEXT = "a,b\n" + "".join(f"{i},{i * 7 % 10}\n" for i in range(12))
@@ -60,3 +60,45 @@ def test_lora_checkpoints_are_plain_models_the_backend_loads(tmp_path):
     backend = TransformersBackend(saved[3], "lab-t-p3", device="cpu")
     assert len(backend.logprobs("1,7\n", "a,b\n")) == 4
     assert mean_losses(messages)[-1] < mean_losses(messages)[0]
+
+
+class NormRecorder:
+    """An optimizer that only records the gradients' norm it is asked to step with."""
+
+    def __init__(self, model):
+        self.params = [p for p in model.parameters() if p.requires_grad]
+        self.norms = []
+
+    def step(self):
+        import torch
+
+        self.norms.append(
+            float(
+                torch.linalg.vector_norm(
+                    torch.stack(
+                        [
+                            torch.linalg.vector_norm(p.grad)
+                            for p in self.params
+                            if p.grad is not None
+                        ]
+                    )
+                )
+            )
+        )
+
+    def zero_grad(self):
+        for p in self.params:
+            p.grad = None
+
+
+def test_max_grad_norm_clips_the_step_and_none_leaves_it(tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(save_tiny_model(tmp_path / "m")).train()
+    recorder = NormRecorder(model)
+    block = [[1, *range(5, 25)]]
+    _step(model, recorder, block, 0, "cpu")
+    _step(model, recorder, block, 0, "cpu", max_grad_norm=1e-3)
+    unclipped, clipped = recorder.norms
+    assert unclipped > 1e-2
+    assert clipped == pytest.approx(1e-3, rel=1e-3)

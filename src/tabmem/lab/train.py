@@ -86,8 +86,16 @@ def _batches(blocks: list[list[int]], size: int) -> list[list[list[int]]]:
     return [blocks[i : i + size] for i in range(0, len(blocks), size)]
 
 
-def _step(model: Any, optimizer: Any, batch: list[list[int]], pad: int, device: str) -> float:
-    """One optimizer step on a batch of blocks (right padding, padded positions not learned)."""
+def _step(
+    model: Any,
+    optimizer: Any,
+    batch: list[list[int]],
+    pad: int,
+    device: str,
+    max_grad_norm: float | None = None,
+) -> float:
+    """One optimizer step on a batch of blocks (right padding, padded positions not learned);
+    ``max_grad_norm`` clips the gradients' norm first (None: no clipping)."""
     import torch
 
     width = max(len(b) for b in batch)
@@ -96,6 +104,10 @@ def _step(model: Any, optimizer: Any, batch: list[list[int]], pad: int, device: 
     mask = (labels != -100).long()
     loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
     loss.backward()
+    if max_grad_norm:
+        torch.nn.utils.clip_grad_norm_(
+            [p for p in model.parameters() if p.requires_grad], max_grad_norm
+        )
     optimizer.step()
     optimizer.zero_grad()
     return float(loss.item())
@@ -129,6 +141,7 @@ def fine_tune(
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=float(training.get("learning_rate", 1e-4)))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    clip = training.get("max_grad_norm")
     saved: dict[int, Path] = {}
     if 0 in plan.checkpoints:
         saved[0] = save_checkpoint(model, tokenizer, out_dir / "p0", lora)
@@ -136,7 +149,7 @@ def fine_tune(
     for number, names in enumerate(plan.schedule(seed), start=1):
         sequences = [b for name in names for b in blocks[name]]
         losses = [
-            _step(model, optimizer, batch, pad, device)
+            _step(model, optimizer, batch, pad, device, float(clip) if clip else None)
             for batch in _batches(sequences, int(training.get("batch_size", 1)))
         ]
         mean = sum(losses) / max(len(losses), 1)
