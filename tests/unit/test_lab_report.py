@@ -212,5 +212,5 @@ def test_the_sweep_runs_as_many_cells_at_once_as_the_setting_asks(tmp_path):
     six = sweep_command(["m"], ["iris"], ["header"], tmp_path, tmp_path, "lab-t", (), 6)
     assert "hydra.launcher.n_jobs=1" in one
     assert "hydra.launcher.n_jobs=6" in six and "hydra.launcher.n_jobs=1" not in six
-    for setting, jobs in (("minimal", 1), ("standard", 1), ("full", 6)):
+    for setting, jobs in (("minimal", 2), ("standard", 2), ("full", 6)):
         assert load_lab_config(setting).evaluation.jobs == jobs
