@@ -27,7 +27,7 @@ def sweep_command(
     jobs: int = 1,
 ) -> list[str]:
     """The run.py multirun that evaluates the lab, ``jobs`` cells at once (each job holds its
-    own copy of a checkpoint: one on a 2-core machine, several beside a GPU)."""
+    own copy of a checkpoint)."""
     return [
         sys.executable,
         str(project_root() / "run.py"),

@@ -12,6 +12,7 @@ import copy
 import random
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -92,10 +93,10 @@ def _step(
     batch: list[list[int]],
     pad: int,
     device: str,
-    max_grad_norm: float | None = None,
+    clip: Callable[[], Any] | None = None,
 ) -> float:
     """One optimizer step on a batch of blocks (right padding, padded positions not learned);
-    ``max_grad_norm`` clips the gradients' norm first (None: no clipping)."""
+    ``clip`` runs on the gradients before the step (None: they are used as they are)."""
     import torch
 
     width = max(len(b) for b in batch)
@@ -104,10 +105,8 @@ def _step(
     mask = (labels != -100).long()
     loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
     loss.backward()
-    if max_grad_norm:
-        torch.nn.utils.clip_grad_norm_(
-            [p for p in model.parameters() if p.requires_grad], max_grad_norm
-        )
+    if clip is not None:
+        clip()
     optimizer.step()
     optimizer.zero_grad()
     return float(loss.item())
@@ -141,7 +140,8 @@ def fine_tune(
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=float(training.get("learning_rate", 1e-4)))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    clip = training.get("max_grad_norm")
+    norm = training.get("max_grad_norm")
+    clip = partial(torch.nn.utils.clip_grad_norm_, trainable, float(norm)) if norm else None
     saved: dict[int, Path] = {}
     if 0 in plan.checkpoints:
         saved[0] = save_checkpoint(model, tokenizer, out_dir / "p0", lora)
@@ -149,7 +149,7 @@ def fine_tune(
     for number, names in enumerate(plan.schedule(seed), start=1):
         sequences = [b for name in names for b in blocks[name]]
         losses = [
-            _step(model, optimizer, batch, pad, device, float(clip) if clip else None)
+            _step(model, optimizer, batch, pad, device, clip)
             for batch in _batches(sequences, int(training.get("batch_size", 1)))
         ]
         mean = sum(losses) / max(len(losses), 1)

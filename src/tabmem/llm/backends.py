@@ -48,6 +48,11 @@ class BuildContext:
     require_credentials: bool = True
     threads: int | None = None
 
+    def cpu_threads(self, cfg: Mapping[str, Any]) -> int | None:
+        """The CPU threads a local model runs on: its config's ``n_threads``, else the share
+        of the cores its cell was given."""
+        return cfg.get("n_threads") or self.threads
+
     def weights(self, cfg: Mapping[str, Any]) -> Path:
         """The weights file a config names: a path, a package's file, or parts to assemble."""
         weights = cfg.get("weights") or {}

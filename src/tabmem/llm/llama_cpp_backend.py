@@ -202,7 +202,7 @@ class LlamaCppBackend(BaseBackend):
             weights=ctx.weights(cfg),
             name=cfg["name"],
             context_window=int(cfg.get("context_window", 4096)),
-            n_threads=cfg.get("n_threads") or ctx.threads,
+            n_threads=ctx.cpu_threads(cfg),
             n_parallel=int(cfg.get("n_parallel") or 1),
         )
 

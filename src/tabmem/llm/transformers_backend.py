@@ -189,7 +189,7 @@ class TransformersBackend:
             device=str(cfg.get("device", "auto")),
             dtype=str(cfg.get("dtype", "float32")),
             batch_size=int(cfg.get("batch_size", 8)),
-            threads=cfg.get("n_threads") or ctx.threads,
+            threads=ctx.cpu_threads(cfg),
         )
 
     def _load(self, transformers: Any, name: str, dtype: str) -> tuple[Any, Any]:
