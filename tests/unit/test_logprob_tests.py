@@ -10,7 +10,7 @@ import pytest
 from harness import settings_of
 
 from tabmem.battery.base import TestContext, run_test
-from tabmem.battery.min_k_prob import MinKProb, row_pairs
+from tabmem.battery.min_k_prob import MinKProb, file_order, in_order, row_pairs
 from tabmem.battery.row_order import RowOrderTest, shuffled_orders
 from tabmem.data import Dataset, DatasetSpec, dataset_specs, load_dataset
 from tabmem.data.csvtext import raw_fields
@@ -20,10 +20,18 @@ from tabmem.llm.client import LanguageModel
 from tabmem.llm.logprobs import ScoreRequest
 from tabmem.results import Verdict
 from tabmem.stats.contrast import ContrastTable
+from tabmem.stats.independence import row_order_check
 
 # Values scattered by a multiplicative hash: no column is sorted, so rows are exchangeable.
 TEXT = "x,y,label\n" + "".join(
     f"{i * 37 % 101}.{i * 7 % 10},{i * 53 % 97},k{i % 3}\n" for i in range(1, 41)
+)
+# A file that runs by place, like california-housing: ten regions of 100 rows each, a place
+# value near its region's, and two columns drawn at random, which say nothing of the place.
+_draw = random.Random(0)
+PLACES = "place,size,price\n" + "".join(
+    f"{10 * (i // 100) + _draw.random():.2f},{_draw.random():.2f},{_draw.random():.2f}\n"
+    for i in range(1000)
 )
 SORTED = "id,value\n" + "".join(f"{i},{i * 13 % 17}\n" for i in range(1, 41))
 
@@ -116,8 +124,26 @@ class DistributionKnower(ScoringBackend):
         return [math.log(s) for s in [*shares, pair]]
 
 
+class ContextCopier(ScoringBackend):
+    """Has read no row but copies the context: a field is as likely as it is near the mean of
+    its column in the rows before it (one token per field)."""
+
+    def __init__(self, file_text):
+        super().__init__(file_text, memorizer=False)
+
+    def logprobs(self, text, context=""):
+        self.calls += 1
+        before = [line.split(",") for line in context.splitlines()[1:]]
+        means = [sum(float(r[j]) for r in before) / len(before) for j in range(3)]
+        return [-abs(float(v) - m) for v, m in zip(text.split(","), means, strict=True)]
+
+
 class NoScoreBackend(ScoringBackend):
     logprobs = None
+
+
+def table_of(data):
+    return ContrastTable(data.rows, data.delimiter, len(data.feature_names))
 
 
 def model(backend, cache=None):
@@ -135,7 +161,7 @@ def census_columns():
 
 def test_contrast_rows_take_every_value_as_its_column_writes_it():
     data = dataset(CENSUS, "census")
-    sample = row_pairs(data, 60, 0, 0.5, 5, np.random.default_rng(0))
+    sample = row_pairs(data, table_of(data), 60, 0, 0.5, 5, np.random.default_rng(0))
     columns = census_columns()
     file_pairs = {(r.split(",")[2], r.split(",")[3]) for r in data.rows}
     assert len(sample.pairs) == 60
@@ -156,7 +182,7 @@ def test_quoted_and_missing_fields_are_taken_whole_from_their_column():
     )
     data = dataset(text, "quoted")
     columns = [set(c) for c in zip(*(raw_fields(r, ",") for r in data.rows), strict=True)]
-    sample = row_pairs(data, 20, 0, 0.5, 5, np.random.default_rng(0))
+    sample = row_pairs(data, table_of(data), 20, 0, 0.5, 5, np.random.default_rng(0))
     assert len(sample.pairs) == 20
     for pair in sample.pairs:
         fields = raw_fields(pair.contrast, ",")
@@ -177,7 +203,8 @@ def test_a_donor_with_the_same_values_drops_the_pair_instead_of_redrawing():
     text = "a,gain\n" + "".join(f"{i * 7 % 13},{0 if i % 5 else 100 + i}\n" for i in range(400))
     moved, zeros_real, zeros_contrast, dropped = 0, 0, 0, 0
     for seed in range(4):
-        sample = row_pairs(dataset(text, "sparse"), 100, 0, 0.5, 5, np.random.default_rng(seed))
+        data = dataset(text, "sparse")
+        sample = row_pairs(data, table_of(data), 100, 0, 0.5, 5, np.random.default_rng(seed))
         gain = [p for p in sample.pairs if "gain" in p.replaced]
         moved += len(gain)
         zeros_real += sum(p.real.endswith(",0") for p in gain)
@@ -217,6 +244,43 @@ def test_min_k_prob_the_distribution_knower_finds_format_breaks():
     broken = real.replace(".0,", ".1,")
     score = model(backend).logprobs([ScoreRequest(real), ScoreRequest(broken)])
     assert min(score[0].logprobs) > min(score[1].logprobs)
+
+
+def test_row_counters_do_not_put_a_file_in_order_but_places_do():
+    draw = random.Random(0)
+    text = "id,a,b\n" + "".join(
+        f"{i},{draw.randint(0, 99)},{draw.random():.3f}\n" for i in range(300)
+    )
+    counted, places = dataset(text, "counted"), dataset(PLACES, "places")
+    assert row_order_check(counted.frame).ordered  # the row counter alone
+    assert not in_order(file_order(counted, table_of(counted), 199, 0.01, 0))
+    assert in_order(file_order(places, table_of(places), 199, 0.01, 0))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_min_k_prob_a_model_that_copies_the_context_gets_no_evidence_on_a_file_in_order(seed):
+    # California-housing runs by place, so the five rows before a row tell where it is: with
+    # donors from anywhere in the file, a contrast's place is often far from its context's
+    # and a model that only copies the context picks the real row (both base models did: 22
+    # of 25 pairs). Donors from the same stretch of the file take that away.
+    data = dataset(PLACES, "places")
+    whole_file = MinKProb().run(
+        context("min_k_prob", ContextCopier(PLACES), data, seed, n_rows=50, donor_window=1000)
+    )
+    nearby = MinKProb().run(context("min_k_prob", ContextCopier(PLACES), data, seed, n_rows=50))
+    assert whole_file.verdict == Verdict.EVIDENCE, whole_file.reason
+    assert nearby.metrics["donors_nearby"] == 1.0
+    assert nearby.verdict != Verdict.EVIDENCE, nearby.reason
+    assert nearby.metrics["win_rate"] < 0.65
+
+
+def test_min_k_prob_donors_nearby_still_find_a_memorizer():
+    data = dataset(PLACES, "places")
+    result = MinKProb().run(context("min_k_prob", RowMemorizer(PLACES), data, n_rows=30))
+    assert result.metrics["donors_nearby"] == 1.0
+    assert result.verdict == Verdict.EVIDENCE, result.reason
+    assert all(abs(r.extra["donor_row"] - r.extra["row"]) <= 25 for r in result.records)
+    assert all(not 0 <= r.extra["row"] - r.extra["donor_row"] <= 5 for r in result.records)
 
 
 def test_min_k_prob_without_logprobs_is_not_applicable_before_it_runs():

@@ -26,6 +26,7 @@ from tabmem.llm.logprobs import ScoreRequest, ScoreResponse
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.auc import auc
 from tabmem.stats.contrast import ContrastTable
+from tabmem.stats.independence import RowOrder, row_order_check
 from tabmem.stats.min_k import min_k_score
 from tabmem.stats.permutation import paired_sign_test
 from tabmem.stats.verdicts import decide
@@ -39,6 +40,8 @@ class MinKProbSettings(TestSettings):
     context_rows: int
     fields_fraction: float
     donor_pool: int
+    donor_window: int
+    order_permutations: int
     k_percent: int
     min_pairs: int
     alpha: float
@@ -67,24 +70,50 @@ class PairSample:
     dropped: int
 
 
+def file_order(
+    dataset: Dataset, table: ContrastTable, permutations: int, alpha: float, seed: int
+) -> RowOrder:
+    """The data-only check of row order (``tabmem.stats.independence``) on the columns a
+    contrast may use: row counters never move, so their order says nothing here."""
+    counters = [dataset.feature_names[j] for j in table.ordered]
+    frame = dataset.frame.drop(columns=counters)
+    return row_order_check(frame, permutations=permutations, seed=seed, alpha=alpha)
+
+
+def in_order(order: RowOrder) -> bool:
+    """Whether neighbouring rows are more alike than shuffled ones, over all columns or in
+    one column alone (a file that runs by place, with other columns that do not)."""
+    return order.ordered or bool(order.ordered_columns)
+
+
+def _nearby(n: int, index: int, window: int, context_rows: int) -> np.ndarray:
+    """Rows within ``window`` places of row ``index``, less the row and its context rows."""
+    places = np.arange(n)
+    near = np.abs(places - index) <= window
+    return near & ~((places >= index - context_rows) & (places <= index))
+
+
 def row_pairs(
     dataset: Dataset,
+    table: ContrastTable,
     n_rows: int,
     context_rows: int,
     fraction: float,
     pool: int,
     rng: np.random.Generator,
+    window: int | None = None,
 ) -> PairSample:
-    """A seeded sample of rows, each with a contrast row (see ``tabmem.stats.contrast``)."""
+    """A seeded sample of rows, each with a contrast row (see ``tabmem.stats.contrast``);
+    with a ``window``, each donor comes from the rows near it in the file."""
     rows = dataset.rows
-    table = ContrastTable(rows, dataset.delimiter, len(dataset.feature_names))
     names = dataset.feature_names
     pairs: list[RowPair] = []
     dropped = 0
     for index in rng.permutation(len(rows)).tolist():
         if len(pairs) >= n_rows:
             break
-        contrast = table.contrast(index, fraction, pool, rng)
+        eligible = None if window is None else _nearby(len(rows), index, window, context_rows)
+        contrast = table.contrast(index, fraction, pool, rng, eligible)
         if contrast is None:
             dropped += 1
             continue
@@ -124,10 +153,12 @@ def _record(pair: RowPair, real: ScoreResponse, other: ScoreResponse, k: float) 
 
 @dataclass(frozen=True)
 class PairFacts:
-    """The share of least likely tokens scored, and how many sampled rows got no contrast."""
+    """The share of least likely tokens scored, how many sampled rows got no contrast, and
+    the file's row order, which decides where the donors come from."""
 
     k: float
     dropped: int
+    order: RowOrder
 
 
 @register_lifecycle
@@ -141,13 +172,19 @@ class MinKProb(ScoringTest[RowPair, PairFacts]):
 
     def plan(self, ctx: TestContext) -> tuple[list[RowPair], PairFacts] | TestResult:
         p = ctx.params
+        table = ContrastTable(
+            ctx.dataset.rows, ctx.dataset.delimiter, len(ctx.dataset.feature_names)
+        )
+        order = file_order(ctx.dataset, table, p.order_permutations, p.alpha, ctx.seed)
         sample = row_pairs(
             ctx.dataset,
+            table,
             p.n_rows,
             p.context_rows,
             p.fields_fraction,
             p.donor_pool,
             np.random.default_rng(ctx.seed),
+            p.donor_window if in_order(order) else None,
         )
         min_pairs = p.min_pairs
         if len(sample.pairs) < min_pairs:
@@ -157,7 +194,7 @@ class MinKProb(ScoringTest[RowPair, PairFacts]):
                 f"values vary and a donor that brings other values); the test needs {min_pairs}",
                 info={"pairs_dropped": sample.dropped},
             )
-        return sample.pairs, PairFacts(p.k_percent, sample.dropped)
+        return sample.pairs, PairFacts(p.k_percent, sample.dropped, order)
 
     def word(
         self, ctx: TestContext, queries: Sequence[RowPair], facts: PairFacts
@@ -179,11 +216,23 @@ class MinKProb(ScoringTest[RowPair, PairFacts]):
         records: Sequence[QueryRecord],
         context: dict[str, Any],
     ) -> TestResult:
-        return _result(ctx, list(records), facts.k, facts.dropped)
+        return _result(ctx, list(records), facts)
 
 
-def _result(ctx: TestContext, records: list[QueryRecord], k: float, dropped: int) -> TestResult:
+def _donors(order: RowOrder, window: int) -> str:
+    if not in_order(order):
+        return "nearest on the other columns in the whole file (its rows show no order)"
+    columns = ", ".join(order.ordered_columns) or "all columns together"
+    return (
+        f"nearest on the other columns within {window} rows of the real row, its context rows "
+        f"excepted: the file is in order ({columns}; p={order.p_value:.3g} over all columns), "
+        f"so the rows before a row tell a model without memory which values are near"
+    )
+
+
+def _result(ctx: TestContext, records: list[QueryRecord], facts: PairFacts) -> TestResult:
     p = ctx.params
+    k, dropped = facts.k, facts.dropped
     scored = [r for r in records if r.error is None]
     alpha, min_rate = p.alpha, p.min_win_rate
     base = {
@@ -192,6 +241,7 @@ def _result(ctx: TestContext, records: list[QueryRecord], k: float, dropped: int
             f"{min_rate} and exact sign-test p < {alpha}"
         ),
         "k_percent": k,
+        "donors": _donors(facts.order, p.donor_window),
     }
     if len(scored) < p.min_pairs:
         return TestResult.not_applicable(
@@ -231,6 +281,8 @@ def _result(ctx: TestContext, records: list[QueryRecord], k: float, dropped: int
             "auc": auc(real, other),
             "pairs_scored": len(scored),
             "pairs_dropped": dropped,
+            "file_order_p_value": facts.order.p_value,
+            "donors_nearby": float(in_order(facts.order)),
             "contrasts_in_file": sum(r.extra["contrast"] in in_file for r in scored),
             "mean_min_k_real": sum(real) / len(real),
             "mean_min_k_contrast": sum(other) / len(other),

@@ -133,13 +133,19 @@ class ContrastTable:
         return total
 
     def contrast(
-        self, index: int, fraction: float, pool: int, rng: np.random.Generator
+        self,
+        index: int,
+        fraction: float,
+        pool: int,
+        rng: np.random.Generator,
+        eligible: np.ndarray | None = None,
     ) -> Contrast | None:
         """Row ``index`` with a share ``fraction`` of its column blocks (at least one, and one
-        left) taken from a donor among the ``pool`` rows nearest on the other columns; None
-        when the row is malformed, fewer than two blocks vary, or the donor brings the same
-        values. Donors that equal the row on every other column are passed over: the contrast
-        would be the donor itself, a real row."""
+        left) taken from a donor among the ``pool`` rows nearest on the other columns (among
+        the ``eligible`` rows when a mask is given); None when the row is malformed, fewer
+        than two blocks vary, or no donor brings other values. Donors that equal the row on
+        every other column are passed over: the contrast would be the donor itself, a real
+        row."""
         if not self.valid[index] or len(self.blocks) < 2:
             return None
         count = min(len(self.blocks) - 1, max(1, round(fraction * len(self.blocks))))
@@ -149,7 +155,8 @@ class ContrastTable:
             j for j in range(self.codes.shape[1]) if j not in moved and j not in self.ordered
         ]
         other = np.any(self.codes[:, matched] != self.codes[index, matched], axis=1)
-        candidates = np.flatnonzero(self.valid & other)
+        allowed = self.valid & other if eligible is None else self.valid & other & eligible
+        candidates = np.flatnonzero(allowed)
         if candidates.size == 0:
             return None
         distance = self.distances(index, matched)[candidates]
