@@ -279,7 +279,7 @@ def test_min_k_prob_donors_nearby_still_find_a_memorizer():
     result = MinKProb().run(context("min_k_prob", RowMemorizer(PLACES), data, n_rows=30))
     assert result.metrics["donors_nearby"] == 1.0
     assert result.verdict == Verdict.EVIDENCE, result.reason
-    assert all(abs(r.extra["donor_row"] - r.extra["row"]) <= 25 for r in result.records)
+    assert all(abs(r.extra["donor_row"] - r.extra["row"]) <= 10 for r in result.records)
     assert all(not 0 <= r.extra["row"] - r.extra["donor_row"] <= 5 for r in result.records)
 
 
