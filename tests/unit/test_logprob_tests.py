@@ -223,18 +223,22 @@ def test_min_k_prob_memorizer_is_evidence():
     assert result.baseline == 0.5
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_min_k_prob_a_model_that_knows_formats_and_distribution_gets_no_evidence(seed):
+def test_min_k_prob_a_model_that_knows_formats_and_distribution_gets_no_evidence():
     # The old contrasts (last digit moved) broke formats: `4074.0` -> `4074.1`, `0` -> `1`,
-    # education codes that no education has; this scorer found every one of them.
-    backend = DistributionKnower(CENSUS)
-    result = MinKProb().run(
-        context("min_k_prob", backend, dataset(CENSUS, "census"), seed=seed, n_rows=50)
-    )
-    assert result.verdict != Verdict.EVIDENCE, result.reason
-    assert result.metrics["pairs_scored"] == 50
-    assert result.metrics["win_rate"] < 0.65
-    assert result.p_value > 0.01
+    # education codes that no education has; this scorer found every one of them. It ties
+    # most pairs (about 40 of 50), so the share won is judged over five seeds together.
+    won = lost = 0
+    for seed in range(5):
+        backend = DistributionKnower(CENSUS)
+        result = MinKProb().run(
+            context("min_k_prob", backend, dataset(CENSUS, "census"), seed=seed, n_rows=50)
+        )
+        assert result.verdict != Verdict.EVIDENCE, result.reason
+        assert result.metrics["pairs_scored"] == 50
+        assert result.p_value > 0.01
+        won, lost = won + result.metrics["pairs_won"], lost + result.metrics["pairs_lost"]
+    assert won + lost >= 30
+    assert won / (won + lost) < 0.6
 
 
 def test_min_k_prob_the_distribution_knower_finds_format_breaks():
