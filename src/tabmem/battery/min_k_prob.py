@@ -2,12 +2,14 @@
 
 For a seeded sample of data rows, each row is paired with a contrast row: the same row with a
 block of its columns taken from a similar row of the file (``tabmem.stats.contrast``), so every
-value is written as the file writes that column and the row stays as plausible as a real one.
-The model scores both after the same context (the header) and each text gets its Min-K% score,
-the mean log-probability of its k% least likely tokens. A model that has seen the file scores
-the real row above its contrast in most pairs; a model that has not cannot tell which of the
-two is real, so each pair is a coin flip and the number of pairs won is binomial (exact sign
-test).
+value is written as the file writes that column and the row stays as plausible as a real one;
+in a file whose rows are in order the donor comes from the same stretch of the file, since the
+rows before a row (its context) tell a model without memory which values are near.
+The model scores both after the same context (the header and the rows before the real row) and
+each text gets its Min-K% score, the mean log-probability of its k% least likely tokens. A
+model that has seen the file scores the real row above its contrast in most pairs; a model that
+has not cannot tell which of the two is real, so each pair is a coin flip and the number of
+pairs won is binomial (exact sign test).
 """
 
 from __future__ import annotations
