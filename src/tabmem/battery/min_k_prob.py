@@ -82,12 +82,6 @@ def file_order(
     return row_order_check(frame, permutations=permutations, seed=seed, alpha=alpha)
 
 
-def in_order(order: RowOrder) -> bool:
-    """Whether neighbouring rows are more alike than shuffled ones, over all columns or in
-    one column alone (a file that runs by place, with other columns that do not)."""
-    return order.ordered or bool(order.ordered_columns)
-
-
 def _nearby(n: int, index: int, window: int, context_rows: int) -> np.ndarray:
     """Rows within ``window`` places of row ``index``, less the row and its context rows."""
     places = np.arange(n)
@@ -186,7 +180,7 @@ class MinKProb(ScoringTest[RowPair, PairFacts]):
             p.fields_fraction,
             p.donor_pool,
             np.random.default_rng(ctx.seed),
-            p.donor_window if in_order(order) else None,
+            p.donor_window if order.shows_order else None,
         )
         min_pairs = p.min_pairs
         if len(sample.pairs) < min_pairs:
@@ -222,7 +216,7 @@ class MinKProb(ScoringTest[RowPair, PairFacts]):
 
 
 def _donors(order: RowOrder, window: int) -> str:
-    if not in_order(order):
+    if not order.shows_order:
         return "nearest on the other columns in the whole file (its rows show no order)"
     columns = ", ".join(order.ordered_columns) or "all columns together"
     return (
@@ -284,7 +278,7 @@ def _result(ctx: TestContext, records: list[QueryRecord], facts: PairFacts) -> T
             "pairs_scored": len(scored),
             "pairs_dropped": dropped,
             "file_order_p_value": facts.order.p_value,
-            "donors_nearby": float(in_order(facts.order)),
+            "donors_nearby": float(facts.order.shows_order),
             "contrasts_in_file": sum(r.extra["contrast"] in in_file for r in scored),
             "mean_min_k_real": sum(real) / len(real),
             "mean_min_k_contrast": sum(other) / len(other),

@@ -94,7 +94,7 @@ def order_signal(ctx: TestContext, rows: list[str]) -> tuple[str | None, dict[st
         "structure_overall_p_value": block.overall_p,
     }
     n = len(rows)
-    if whole.ordered or whole.ordered_columns:
+    if whole.shows_order:
         columns = ", ".join(whole.ordered_columns) or "no single column"
         return (
             f"the file is not in random order: over the whole file neighbouring rows are more "

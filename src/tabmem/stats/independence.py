@@ -48,6 +48,12 @@ class RowOrder:
         normal approximation to each column's shuffled similarities)."""
         return [str(c) for c in self.columns.loc[self.columns["ordered"], "column"]]
 
+    @property
+    def shows_order(self) -> bool:
+        """Neighbouring rows more alike than shuffled ones over all columns or in one column
+        alone (a file that runs by place, with other columns that do not)."""
+        return self.ordered or bool(self.ordered_columns)
+
     def metrics(self) -> dict[str, float]:
         return {
             "row_order_p_value": self.p_value,
