@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from omegaconf import DictConfig
 
     from tabmem.jobs import CellOutcome
+    from tabmem.report.dataset_verdicts import DatasetOutcome
     from tabmem.tracking.store import TrackingStore
 
 RESULT_COLUMNS = (
@@ -43,6 +44,7 @@ RESULT_COLUMNS = (
     "p_value",
     "reason",
     "run_id",
+    "scope",
 )
 
 
@@ -72,6 +74,7 @@ class CellResult:
     run_id: str = ""
     tracking_uri: str = ""
     message: str = ""
+    scope: str = "test"  # "dataset": the dataset verdict of the cell's tests of rows seen
     _queries: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
     @classmethod
@@ -97,6 +100,27 @@ class CellResult:
             run_id=outcome.run_id,
             tracking_uri=store.uri,
             message=outcome.message,
+        )
+
+    @classmethod
+    def from_dataset_verdict(cls, found: DatasetOutcome, tracking_uri: str) -> CellResult:
+        """A dataset verdict (``tabmem.report.dataset_verdicts``) as a result row: test
+        ``dataset``, scope ``dataset``, the combined p-value and the tests it combined."""
+        verdict = found.verdict
+        cell = found.cell
+        tests = [*verdict.combined, *verdict.by_rule]
+        return cls(
+            **cell.tags(),
+            status=found.status,
+            verdict=verdict.verdict.value,
+            reason=verdict.reason,
+            n_queries=len(tests),
+            n_hits=len(verdict.carried_by),
+            p_value=verdict.p_value,
+            metrics={f"p_value.{t.test}": float(t.p_value) for t in verdict.combined},
+            run_id=found.run_id,
+            tracking_uri=tracking_uri,
+            scope="dataset",
         )
 
     @property
@@ -150,14 +174,35 @@ def run(
     (named by ``name``). ``overrides`` are the CLI's overrides as keywords, ``__`` or ``.`` for
     the dots: ``test__n_queries=5`` or ``**{"test.n_queries": 5}``, ``outputs_dir="out"``.
     A finished cell is read back, not run again, unless ``force=True``. Returns a
-    ``CellResult``, or one per member test when ``test`` names a suite.
+    ``CellResult``, or one per member test when ``test`` names a suite, followed by the
+    suite's dataset verdict (``scope == "dataset"``) where it has tests of rows seen.
     """
+    cfg, outcomes = _run_outcomes(
+        model, dataset, test, transform, name, model_name, force, quiet, overrides
+    )
+    if not cfg.test.get("suite"):
+        return _results(cfg, outcomes, datasets=False)[0]
+    return _results(cfg, outcomes)
+
+
+def _run_outcomes(
+    model: Any,
+    dataset: Any,
+    test: str | None,
+    transform: str | None,
+    name: str | None,
+    model_name: str | None,
+    force: bool,
+    quiet: bool,
+    overrides: Mapping[str, Any],
+) -> tuple[DictConfig, list[CellOutcome]]:
+    """Compose one cell's config and run it; its config and its tests' outcomes."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from omegaconf import OmegaConf
     from rich.console import Console
 
-    from tabmem.runner import open_store, run_cell
+    from tabmem.runner import run_cell
 
     given = [f"{key.replace('__', '.')}={override_value(v)}" for key, v in overrides.items()]
     given.append(f"force={override_value(force)}")
@@ -170,10 +215,22 @@ def run(
     ]
     cfg = compose_config([*choices, *given])
     job_dir = outputs / "runs" / datetime.now().strftime("%Y-%m-%d/%H-%M-%S-%f")
-    outcomes = run_cell(cfg, OmegaConf.to_yaml(cfg), job_dir, Console(quiet=quiet))
+    return cfg, run_cell(cfg, OmegaConf.to_yaml(cfg), job_dir, Console(quiet=quiet))
+
+
+def _results(
+    cfg: DictConfig, outcomes: Sequence[CellOutcome], datasets: bool = True
+) -> list[CellResult]:
+    """The outcomes read back from MLflow, then (``datasets``) their dataset verdicts, each
+    logged once."""
+    from tabmem.report.dataset_verdicts import dataset_outcomes, rule_of
+    from tabmem.runner import open_store
+
     store = open_store(cfg)
     results = [CellResult.from_outcome(outcome, store) for outcome in outcomes]
-    return results[0] if len(results) == 1 and not cfg.test.get("suite") else results
+    for found in dataset_outcomes(outcomes, rule_of(cfg), store) if datasets else []:
+        results.append(CellResult.from_dataset_verdict(found, store.uri))
+    return results
 
 
 def grid(
@@ -190,28 +247,33 @@ def grid(
 
     The cells run one after another in this process (a Python model lives only here), each as
     ``run`` runs it. A mapping gives names: ``{"mine": my_callable}``, ``{"people": frame}``.
+    After the tests' rows come the dataset verdicts (``scope == "dataset"``, test ``dataset``):
+    each model × dataset × transform's tests of rows seen in this grid, combined.
     """
     import pandas as pd
 
-    frames = []
+    outcomes: list[CellOutcome] = []
+    cfg = None
     for model_name, model in _named(models, "model"):
         for name, dataset in _named(datasets, "dataset"):
             for test in tests:
                 for transform in transforms:
-                    result = run(
+                    cfg, ran = _run_outcomes(
                         model,
                         dataset,
                         test,
                         transform,
-                        name=name,
-                        model_name=model_name,
-                        force=force,
-                        quiet=quiet,
-                        **overrides,
+                        name,
+                        model_name,
+                        force,
+                        quiet,
+                        overrides,
                     )
-                    for one in result if isinstance(result, list) else [result]:
-                        frames.append(one.to_frame())
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=RESULT_COLUMNS)
+                    outcomes += ran
+    if cfg is None:
+        return pd.DataFrame(columns=RESULT_COLUMNS)
+    frames = [result.to_frame() for result in _results(cfg, outcomes)]
+    return pd.concat(frames, ignore_index=True)
 
 
 def config_dir() -> Path:

@@ -59,6 +59,12 @@ def cell_params(cfg: Mapping[str, Any]) -> dict[str, Any]:
     return flatten(tree)
 
 
+def group_hash(params: Mapping[str, Any]) -> str:
+    """The hash of a cell's parameters without its test's: the tests of one model on one file
+    (same transform and seed) share it, and a dataset verdict joins them by it."""
+    return config_hash({k: v for k, v in params.items() if not k.startswith("test.")})
+
+
 def config_hash(params: Mapping[str, Any]) -> str:
     """A stable hash of a cell's parameters; equal hashes mean the same experiment."""
     blob = json.dumps(dict(params), sort_keys=True, default=str)

@@ -31,6 +31,9 @@ class CellOutcome:
     figure: str = ""
     run_id: str = ""
     message: str = ""
+    p_value: float | None = None
+    seed: int = 0
+    group: str = ""  # the cell's model, dataset, transform and seed: what a dataset verdict joins
     model_calls: int = 0
     cache_hits: int = 0
     prompt_tokens: int = 0

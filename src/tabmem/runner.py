@@ -20,7 +20,7 @@ import yaml
 from rich.console import Console
 
 from tabmem.battery.base import TestContext, run_test
-from tabmem.cell import Cell, cell_params, config_hash
+from tabmem.cell import Cell, cell_params, config_hash, group_hash
 from tabmem.data import load_dataset
 from tabmem.data.transforms import apply_transform
 from tabmem.data.twin import twin_info
@@ -45,7 +45,7 @@ from tabmem.tracking.store import TrackingStore
 from tabmem.tracking.traces import QueryLog, match_answers
 
 if TYPE_CHECKING:
-    from mlflow.entities import DatasetInput
+    from mlflow.entities import DatasetInput, Run
 
 
 def open_store(cfg: Any) -> TrackingStore:
@@ -80,10 +80,12 @@ def queries_table(result: TestResult, answered: Sequence[Answered] = ()) -> pd.D
 
 def headline(result: TestResult) -> str:
     """The figure a summary row shows: hits of queries and, if any, the p-value."""
-    text = f"{result.n_hits}/{result.n_queries}"
-    if result.p_value is not None:
-        text += f" (p={result.p_value:.2g})"
-    return text
+    return figure_text(result.n_hits, result.n_queries, result.p_value)
+
+
+def figure_text(hits: int, queries: int, p_value: float | None) -> str:
+    text = f"{hits}/{queries}"
+    return text if p_value is None else f"{text} (p={p_value:.2g})"
 
 
 def raise_if_every_query_failed(result: TestResult) -> None:
@@ -140,15 +142,15 @@ def run_cell(
         cell = replace(Cell.from_config(cfg), test=name)
         params = cell_params({**cfg, "test": test_cfg})
         reason = skip_reason(cfg, name)
-        existing = None if cfg.force or reason else store.finished_run(config_hash(params))
+        existing = None if cfg.force or reason else store.finished(config_hash(params))
         if reason:
             outcomes.append(CellOutcome(**cell.tags(), status="skipped", message=reason))
             console.print(f"[dim]skip[/] {cell.run_name}: {reason}")
         elif existing:
-            outcome = CellOutcome(**cell.tags(), status="skipped", run_id=existing)
-            outcome.message = "already finished (force=true runs it again)"
-            console.print(f"[dim]skip[/] {cell.run_name}: already finished as run {existing}")
-            outcomes.append(outcome)
+            outcomes.append(stored_outcome(cell, existing))
+            console.print(
+                f"[dim]skip[/] {cell.run_name}: already finished as run {existing.info.run_id}"
+            )
         else:
             pending.append((cell, params, test_cfg))
     if pending:
@@ -157,9 +159,27 @@ def run_cell(
         outcomes += _run_pending(
             cfg, store, pending, suite, resolved_yaml, job_dir, console, budget, threads
         )
+    group = group_hash(cell_params(cfg))
     for outcome in outcomes:
+        outcome.seed, outcome.group = int(cfg.seed), group
         outcome.write(job_dir)
     return outcomes
+
+
+def stored_outcome(cell: Cell, run: Run) -> CellOutcome:
+    """A cell skipped because the same configuration already finished: that run's verdict,
+    figures and p-value, as the summary and the dataset verdict read them."""
+    metrics, tags = run.data.metrics, run.data.tags
+    queries = int(metrics.get("n_queries", 0))
+    return CellOutcome(
+        **cell.tags(),
+        status="skipped",
+        verdict=tags.get("verdict", ""),
+        figure=figure_text(int(metrics.get("n_hits", 0)), queries, metrics.get("p_value")),
+        run_id=run.info.run_id,
+        message="already finished (force=true runs it again)",
+        p_value=metrics.get("p_value"),
+    )
 
 
 def _cores() -> int:
@@ -406,6 +426,7 @@ def log_result(
         verdict=result.verdict.value,
         figure=headline(result),
         run_id=run_id,
+        p_value=result.p_value,
     )
     outcome.add_calls(calls)
     return outcome

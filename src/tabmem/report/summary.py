@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hydra.experimental.callback import Callback
 from rich.console import Console
 from rich.table import Table
 
-from tabmem.jobs import CELL_GLOB, PLAN_GLOB
+from tabmem.jobs import CELL_GLOB, PLAN_GLOB, CellOutcome
+
+if TYPE_CHECKING:
+    from tabmem.report.dataset_verdicts import DatasetOutcome
 
 STATUS_STYLE = {"finished": "green", "skipped": "dim", "failed": "bold red"}
 
@@ -163,44 +167,67 @@ def print_plan(folder: Path, console: Console | None = None) -> None:
 
 
 def print_summary(
-    folder: Path, tracking_uri: str, experiment: str, console: Console | None = None
-) -> None:
-    """The summary table, the failures spelled out, and where MLflow keeps the runs."""
+    folder: Path,
+    tracking_uri: str,
+    experiment: str,
+    console: Console | None = None,
+    verdicts: Sequence[DatasetOutcome] = (),
+) -> dict[str, int]:
+    """The summary table, the dataset verdicts, the failures spelled out, and where MLflow
+    keeps the runs; the count of cells by status."""
     console = console or Console(width=None if sys.stdout.isatty() else 140)
     outcomes = read_outcomes(folder)
+    counts = {s: sum(o["status"] == s for o in outcomes) for s in STATUS_STYLE}
     if not outcomes:
         console.print(f"No cell outcomes under {folder}.")
-        return
+        return counts
     console.print(summary_table(outcomes))
+    if verdicts:
+        from tabmem.report.dataset_verdicts import dataset_table
+
+        console.print(dataset_table(verdicts))
     for o in outcomes:
         if o["status"] == "failed":
             console.print(
                 f"[bold red]failed[/] {o['model']} | {o['dataset']} | {o['test']}: {o['message']}"
             )
-    counts = {s: sum(o["status"] == s for o in outcomes) for s in STATUS_STYLE}
     console.print(spend_line(outcomes))
     console.print(
         f"{counts['finished']} finished, {counts['skipped']} skipped, {counts['failed']} failed. "
         f"MLflow runs: experiment '{experiment}' in {tracking_uri} (browse them with: make ui)."
     )
+    return counts
 
 
 class SummaryCallback(Callback):
-    """Hydra callback: print the summary after a single run or after a whole sweep."""
+    """Hydra callback: after a single run or a whole sweep, log the dataset verdicts and print
+    the summary; a sweep with a failed cell then exits with status 1 (a single run does so in
+    ``run.py``)."""
 
     def on_run_end(self, config: Any, **kwargs: Any) -> None:
         self._print(Path(config.hydra.run.dir), config)
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
-        self._print(Path(config.hydra.sweep.dir), config)
+        counts = self._print(Path(config.hydra.sweep.dir), config)
+        if counts.get("failed"):
+            sys.exit(1)
 
     @staticmethod
-    def _print(folder: Path, config: Any) -> None:
-        from tabmem.tracking.store import tracking_uri
+    def _print(folder: Path, config: Any) -> dict[str, int]:
+        from tabmem.report.dataset_verdicts import combine_outcomes, dataset_outcomes, rule_of
+        from tabmem.tracking.store import TrackingStore, tracking_uri
 
         if config.get("dry_run"):
             print_plan(folder)
-            return
+            return {}
         outputs = Path(str(config.outputs_dir)).expanduser().resolve()
-        uri = tracking_uri(config.tracking.uri, outputs)
-        print_summary(folder, uri, str(config.experiment))
+        outcomes = [CellOutcome(**o) for o in read_outcomes(folder)]
+        verdicts: list[DatasetOutcome] = []
+        store = None
+        if combine_outcomes(outcomes, rule_of(config)):
+            store = TrackingStore.at(
+                outputs, str(config.experiment), config.tracking.uri, config.tracking.artifact_root
+            )
+            verdicts = dataset_outcomes(outcomes, rule_of(config), store)
+        uri = store.uri if store else tracking_uri(config.tracking.uri, outputs)
+        return print_summary(folder, uri, str(config.experiment), verdicts=verdicts)

@@ -13,8 +13,9 @@ in several tests), so the combination must hold under any dependence between the
   Holm-adjusted p-value is below ``alpha`` keep family-wise error control on their own.
 
 The dataset verdict: ``evidence`` when the combined p-value is below ``alpha``, ``ambiguous``
-below ``weak_alpha``, else ``no_evidence``; ``not_applicable`` when no test of rows seen gave a
-p-value (each such test says why in the reason).
+below ``weak_alpha``, else ``no_evidence``; a test that decides by a rule without a p-value (the
+header test) raises it to its own ``evidence`` or ``ambiguous``; ``not_applicable`` when no
+test of rows seen could decide (each says why in the reason).
 """
 
 from __future__ import annotations
@@ -84,9 +85,10 @@ class DatasetVerdict:
     """The combined verdict of one model on one file, and what it rests on.
 
     ``combined`` are the tests whose p-values entered the combination, ``holm`` their
-    Holm-adjusted p-values, ``carried_by`` those below ``alpha`` after Holm's adjustment (the
-    tests that carry the evidence on their own), ``left_out`` the tests that gave no p-value
-    and why.
+    Holm-adjusted p-values, ``carried_by`` those below ``alpha`` after Holm's adjustment and
+    the rule tests at ``evidence`` (the tests that carry the evidence on their own),
+    ``left_out`` the tests that could not decide and why, ``by_rule`` the tests that decided
+    by a rule without a p-value.
     """
 
     verdict: Verdict
@@ -96,56 +98,78 @@ class DatasetVerdict:
     holm: dict[str, float] = field(default_factory=dict)
     carried_by: list[str] = field(default_factory=list)
     left_out: dict[str, str] = field(default_factory=dict)
+    by_rule: list[TestOutcome] = field(default_factory=list)
 
 
-def _usable(outcome: TestOutcome) -> bool:
-    return (
-        outcome.p_value is not None
-        and not math.isnan(outcome.p_value)
-        and outcome.verdict in (Verdict.EVIDENCE, Verdict.AMBIGUOUS, Verdict.NO_EVIDENCE)
-    )
+DECIDED = (Verdict.EVIDENCE, Verdict.AMBIGUOUS, Verdict.NO_EVIDENCE)
+
+
+def _has_p(outcome: TestOutcome) -> bool:
+    return outcome.p_value is not None and not math.isnan(outcome.p_value)
 
 
 def decide_dataset(outcomes: Sequence[TestOutcome], rule: DatasetRule) -> DatasetVerdict:
-    """Combine the tests of rows seen of one model × file into its dataset verdict."""
-    combined = [o for o in outcomes if _usable(o)]
+    """Combine the tests of rows seen of one model × file into its dataset verdict.
+
+    A test that decides by a rule with no null distribution (the header test: whole rows
+    written back after the cut) has a verdict but no p-value; its ``evidence`` or ``ambiguous``
+    stands beside the combination (the stronger of the two is the dataset's), and its
+    false-positive rate is measured like the combination's.
+    """
+    decided = [o for o in outcomes if o.verdict in DECIDED]
+    combined = [o for o in decided if _has_p(o)]
+    by_rule = [o for o in decided if not _has_p(o)]
     left_out = {
-        o.test: (o.reason or f"verdict {o.verdict} without a p-value")
-        for o in outcomes
-        if not _usable(o)
+        o.test: (o.reason or f"verdict {o.verdict}") for o in outcomes if o.verdict not in DECIDED
     }
-    if not combined:
+    if not decided:
         why = "; ".join(f"{test}: {reason}" for test, reason in left_out.items())
         return DatasetVerdict(
             Verdict.NOT_APPLICABLE,
             None,
-            "no test of rows seen gave a p-value" + (f" ({why})" if why else ""),
+            "no test of rows seen could decide" + (f" ({why})" if why else ""),
             left_out=left_out,
         )
-    p_values = [float(o.p_value) for o in combined]  # type: ignore[arg-type]
-    p = cauchy_combination(p_values)
-    holm = dict(zip((o.test for o in combined), holm_adjusted(p_values), strict=True))
+    p, holm, verdict, reason = None, {}, Verdict.NO_EVIDENCE, ""
+    if combined:
+        p_values = [float(o.p_value) for o in combined]  # type: ignore[arg-type]
+        p = cauchy_combination(p_values)
+        holm = dict(zip((o.test for o in combined), holm_adjusted(p_values), strict=True))
+        verdict, reason = _combined_decision(p, combined, holm, rule)
+    carried = sorted((t for t, q in holm.items() if q < rule.alpha), key=holm.__getitem__)
+    for o in by_rule:
+        strength = DECIDED[::-1].index(Verdict(o.verdict))
+        if strength > DECIDED[::-1].index(verdict):
+            verdict = Verdict(o.verdict)
+        if o.verdict == Verdict.EVIDENCE:
+            carried.append(o.test)
+    rules = "; ".join(f"{o.test} (a rule without a p-value): {o.verdict}" for o in by_rule)
+    reason = "; ".join(part for part in (reason, rules) if part)
+    if by_rule and verdict == Verdict.EVIDENCE and not (p is not None and p < rule.alpha):
+        reason = f"carried by {', '.join(carried)}; {reason}"
+    return DatasetVerdict(verdict, p, reason, combined, holm, carried, left_out, by_rule)
+
+
+def _combined_decision(
+    p: float, combined: Sequence[TestOutcome], holm: dict[str, float], rule: DatasetRule
+) -> tuple[Verdict, str]:
+    """The verdict of the combined p-value, and its sentence."""
     carried = sorted((t for t, q in holm.items() if q < rule.alpha), key=holm.__getitem__)
     smallest = ", ".join(f"{o.test} p={o.p_value:.2g}" for o in sorted(combined, key=_p)[:3])
     over = f"Cauchy combination of {len(combined)} tests of rows seen (smallest: {smallest})"
     if p < rule.alpha:
-        verdict = Verdict.EVIDENCE
         carrier = (
             f"carried by {', '.join(carried)} (Holm-adjusted p < {rule.alpha:g})"
             if carried
             else "carried jointly: no single test is below alpha after Holm's adjustment"
         )
-        reason = f"combined p={p:.3g} < {rule.alpha:g}, {carrier}; {over}"
-    elif p < rule.weak_alpha:
-        verdict = Verdict.AMBIGUOUS
-        reason = (
+        return Verdict.EVIDENCE, f"combined p={p:.3g} < {rule.alpha:g}, {carrier}; {over}"
+    if p < rule.weak_alpha:
+        return Verdict.AMBIGUOUS, (
             f"combined p={p:.3g}: below weak_alpha={rule.weak_alpha:g} but not "
             f"alpha={rule.alpha:g}; {over}"
         )
-    else:
-        verdict = Verdict.NO_EVIDENCE
-        reason = f"combined p={p:.3g}: not significant; {over}"
-    return DatasetVerdict(verdict, p, reason, combined, holm, carried, left_out)
+    return Verdict.NO_EVIDENCE, f"combined p={p:.3g}: not significant; {over}"
 
 
 def _p(outcome: TestOutcome) -> float:

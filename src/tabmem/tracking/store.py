@@ -24,7 +24,7 @@ from filelock import FileLock
 from tabmem.tracking.traces import QueryLog, build_traces, write_traces
 
 if TYPE_CHECKING:
-    from mlflow.entities import DatasetInput
+    from mlflow.entities import DatasetInput, Run
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
@@ -113,6 +113,11 @@ class TrackingStore:
 
     def finished_run(self, config_hash: str) -> str | None:
         """The id of a finished run of this exact cell configuration, if there is one."""
+        found = self.finished(config_hash)
+        return found.info.run_id if found else None
+
+    def finished(self, config_hash: str) -> Run | None:
+        """The newest finished run of this exact cell configuration, if there is one."""
         with self.locked():
             runs = self.client.search_runs(
                 [self.experiment_id],
@@ -120,8 +125,9 @@ class TrackingStore:
                     f"tags.config_hash = '{config_hash}' and attributes.status = 'FINISHED'"
                 ),
                 max_results=1,
+                order_by=["attributes.start_time DESC"],
             )
-        return runs[0].info.run_id if runs else None
+        return runs[0] if runs else None
 
     def log_cell(
         self,

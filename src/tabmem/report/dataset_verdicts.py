@@ -1,0 +1,200 @@
+"""One verdict per model × dataset: the tests of rows seen of a run or sweep, combined.
+
+Every finished (or already finished, so skipped) test of rows seen of the same model, file,
+transform and seed joins one dataset verdict (``tabmem.stats.combine``). Each verdict is logged
+as its own MLflow run in the grid's experiment, tagged ``scope: dataset`` and ``test: dataset``,
+with the combined p-value as metric ``p_value``, each combined test's verdict, p-value and
+Holm-adjusted p-value, and the ids of the runs it combined; the same combination of runs is
+logged once (a re-run of a finished grid reuses it). The summary at the end of a run prints
+them, the Python API returns them, and the paper overview shows them as its main mark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from rich.table import Table
+
+from tabmem.battery.base import claiming
+from tabmem.cell import Cell, config_hash
+from tabmem.jobs import CellOutcome
+from tabmem.results import Verdict
+from tabmem.stats.combine import DatasetRule, DatasetVerdict, TestOutcome, decide_dataset
+from tabmem.tracking.naming import run_description, run_title
+from tabmem.tracking.store import TrackingStore
+
+DATASET_TEST = "dataset"
+"""The ``test`` tag of a dataset verdict's run, beside the tests' own names."""
+SCOPE_TAG = "scope"
+VERDICT_STYLE = {
+    Verdict.EVIDENCE: "bold red",
+    Verdict.AMBIGUOUS: "yellow",
+    Verdict.NO_EVIDENCE: "green",
+    Verdict.NOT_APPLICABLE: "dim",
+}
+
+
+@dataclass
+class DatasetOutcome:
+    """The dataset verdict of one model × file × transform × seed, and its MLflow run."""
+
+    model: str
+    dataset: str
+    transform: str
+    seed: int
+    verdict: DatasetVerdict
+    run_id: str = ""
+    status: str = "finished"  # skipped: the same runs were combined before, into run_id
+
+    @property
+    def cell(self) -> Cell:
+        return Cell(self.model, self.dataset, DATASET_TEST, self.transform)
+
+
+def rule_of(cfg: Mapping[str, Any] | None) -> DatasetRule:
+    """The dataset rule a config sets (``dataset_verdict``: alpha, weak_alpha), else defaults."""
+    section = (cfg or {}).get("dataset_verdict") or {}
+    default = DatasetRule()
+    return DatasetRule(
+        alpha=float(section.get("alpha", default.alpha)),
+        weak_alpha=float(section.get("weak_alpha", default.weak_alpha)),
+    )
+
+
+def _as_test(outcome: CellOutcome) -> TestOutcome:
+    if outcome.status == "failed":
+        why = f"failed: {outcome.message}"
+        return TestOutcome(outcome.test, "failed", None, outcome.run_id, why)
+    return TestOutcome(outcome.test, outcome.verdict, outcome.p_value, outcome.run_id)
+
+
+def combine_outcomes(
+    outcomes: Sequence[CellOutcome], rule: DatasetRule
+) -> list[tuple[CellOutcome, DatasetVerdict]]:
+    """The dataset verdict of each model × file × transform × seed among ``outcomes`` that ran
+    (or had run) at least one test of rows seen, with one of its outcomes to name it."""
+    rows_seen = set(claiming("rows_seen"))
+    groups: dict[str, list[CellOutcome]] = {}
+    for outcome in outcomes:
+        ran = outcome.run_id or outcome.status == "failed"
+        if outcome.test in rows_seen and ran:
+            groups.setdefault(outcome.group or _fallback_group(outcome), []).append(outcome)
+    return [
+        (members[0], decide_dataset([_as_test(o) for o in members], rule))
+        for members in groups.values()
+    ]
+
+
+def _fallback_group(outcome: CellOutcome) -> str:
+    """Outcome files written before groups existed: model, file, transform and seed."""
+    return "|".join(map(str, (outcome.model, outcome.dataset, outcome.transform, outcome.seed)))
+
+
+def dataset_outcomes(
+    outcomes: Sequence[CellOutcome], rule: DatasetRule, store: TrackingStore | None = None
+) -> list[DatasetOutcome]:
+    """The dataset verdicts of ``outcomes``, each logged as a run of ``store`` when one is
+    given (once per combination of runs: the same combination again reuses its run)."""
+    found = []
+    for first, verdict in combine_outcomes(outcomes, rule):
+        outcome = DatasetOutcome(first.model, first.dataset, first.transform, first.seed, verdict)
+        if store is not None:
+            log_dataset_verdict(store, outcome, first.group, rule)
+        found.append(outcome)
+    return found
+
+
+def log_dataset_verdict(
+    store: TrackingStore, outcome: DatasetOutcome, group: str, rule: DatasetRule
+) -> None:
+    """Write one dataset verdict as a FINISHED run (or find the run that already holds it)."""
+    verdict = outcome.verdict
+    tests = [*verdict.combined, *verdict.by_rule]
+    identity = {
+        "group": group,
+        "runs": sorted(f"{t.test}={t.run_id}" for t in tests),
+        "left_out": sorted(verdict.left_out),
+        "alpha": rule.alpha,
+        "weak_alpha": rule.weak_alpha,
+    }
+    digest = config_hash(identity)
+    existing = store.finished_run(digest)
+    if existing:
+        outcome.run_id, outcome.status = existing, "skipped"
+        return
+    tags = {
+        **outcome.cell.tags(),
+        SCOPE_TAG: DATASET_TEST,
+        "config_hash": digest,
+        "group": group,
+        "verdict": verdict.verdict.value,
+        "reason": verdict.reason[:5000],
+        "combined_tests": ",".join(t.test for t in tests),
+        "carried_by": ",".join(verdict.carried_by),
+        **{f"test.{t.test}.verdict": t.verdict for t in tests},
+        **{f"test.{t.test}.run_id": t.run_id for t in tests if t.run_id},
+        **{f"left_out.{test}": why[:500] for test, why in verdict.left_out.items()},
+    }
+    metrics: dict[str, float] = {"n_tests": len(tests)}
+    if verdict.p_value is not None:
+        metrics["p_value"] = verdict.p_value
+    for t in verdict.combined:
+        metrics[f"p_value.{t.test}"] = float(t.p_value)  # type: ignore[arg-type]
+        metrics[f"holm_p.{t.test}"] = verdict.holm[t.test]
+    params = {
+        "seed": outcome.seed,
+        "dataset_verdict.alpha": rule.alpha,
+        "dataset_verdict.weak_alpha": rule.weak_alpha,
+    }
+    summary = {
+        "verdict": verdict.verdict.value,
+        "reason": verdict.reason,
+        "p_value": verdict.p_value,
+        "tests": {
+            t.test: {
+                "verdict": t.verdict,
+                "p_value": t.p_value,
+                "holm_p": verdict.holm.get(t.test),
+                "run_id": t.run_id,
+            }
+            for t in tests
+        },
+        "left_out": verdict.left_out,
+    }
+    outcome.run_id = store.log_cell(
+        run_title(outcome.cell, verdict.verdict.value),
+        tags,
+        params,
+        metrics,
+        {},
+        {"dataset_verdict.yaml": yaml.safe_dump(summary, sort_keys=False, allow_unicode=True)},
+        failed=False,
+        description=run_description(verdict.verdict.value, verdict.reason),
+    )
+
+
+def dataset_table(found: Sequence[DatasetOutcome]) -> Table:
+    """The dataset verdicts as the terminal shows them, after the tests' table."""
+    table = Table(title="tabmem dataset verdicts (tests of rows seen, combined)")
+    seeds = len({o.seed for o in found}) > 1
+    columns = ["model", "dataset", "transform", *(["seed"] if seeds else []), "verdict"]
+    for column in (*columns, "combined p", "carried by", "tests", "run id"):
+        table.add_column(column, overflow="fold")
+    for o in found:
+        v = o.verdict
+        style = VERDICT_STYLE[v.verdict]
+        table.add_row(
+            o.model,
+            o.dataset,
+            o.transform,
+            *([str(o.seed)] if seeds else []),
+            f"[{style}]{v.verdict.value}[/]",
+            "-" if v.p_value is None else f"{v.p_value:.2g}",
+            ", ".join(v.carried_by) or "-",
+            str(len(v.combined) + len(v.by_rule)),
+            o.run_id[:12] or "-",
+        )
+    return table
