@@ -166,3 +166,13 @@ def test_a_feature_the_others_predict_too_well_is_not_applicable():
     assert result.verdict is Verdict.NOT_APPLICABLE
     assert "baseline gets zip right at a rate of 1.000" in result.reason
     assert result.info["predictor_accuracy"] == 1.0
+
+
+def test_the_copula_learner_never_beats_the_per_query_baseline():
+    from tabmem.llm.oracle import CopulaOracle
+
+    result = run_oracle(CopulaOracle, post_text(), feature="zip")
+    assert result.n_hits <= round(result.baseline * result.n_queries)
+    assert result.verdict is Verdict.NO_EVIDENCE, result.reason
+    assert "copula conditional" in result.reason
+    assert result.info["baseline_set_by"]

@@ -4,12 +4,13 @@ value of a highly unique one?
 The prompt lists a random row's features as ``Feature = Value`` lines, leaving out one
 feature with many distinct values (a name, a measurement with many decimals), and ends with
 ``Feature =``. Many distinct values do not make a feature unguessable: iris' petal length
-follows from the species and the petal width. So the baseline is what a model without the rows
-reaches at its best: the better of a guess from the feature's distribution (a draw, or its
-mode) and the accuracy of the greedy answer of a nearest-neighbour model of the other features,
-each row predicted without itself, measured on ``predictor_rows`` sampled rows and the queried
-ones. Exact answers beyond that rate point to memory of the rows (``tabmem.stats.hits``). A
-feature that model predicts too well leaves no room for memory to show, and the test does not
+follows from the species and the petal width. So each query's baseline is the best that any
+data-only predictor reaches on it, each fitted without the queried row
+(``tabmem.stats.best_of``): the column's mode and a draw from it, the greedy answer of a
+nearest-neighbour model of the other features, the greedy answer and a draw of the Gaussian
+copula's conditional, and, as a floor, the file's marginal rate. Exact answers beyond the
+mean of those per-query baselines point to memory of the rows (``tabmem.stats.hits``). A
+feature the predictors get too well leaves no room for memory to show, and the test does not
 apply.
 """
 
@@ -43,9 +44,9 @@ from tabmem.prompts.observations import parse_observation
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.answers import feature_answer, values_match
 from tabmem.stats.baselines import MarginalMatch, marginal_match
+from tabmem.stats.best_of import CHANCE, NEIGHBOURS, BestOf, ValuePredictors, predictors_of
 from tabmem.stats.hits import unreachable_reason
-from tabmem.stats.neighbours import NeighbourModel
-from tabmem.stats.pvalues import binomial_greater, mcnemar_greater
+from tabmem.stats.pvalues import binomial_greater
 from tabmem.stats.uniqueness import (
     UniqueFeature,
     duplicate_row_fraction,
@@ -65,7 +66,6 @@ class FeatureCompletionSettings(TestSettings):
     alpha: float
     weak_alpha: float
     min_hits: int
-    predictor_rows: int
     extra_tokens: int
     few_shot: int
     few_shot_pool: list[str]
@@ -222,28 +222,20 @@ def word_questions(
     return worded
 
 
-@dataclass(frozen=True)
-class Predictor:
-    """The greedy answer of a model of the other features, fitted without the asked row."""
-
-    model: NeighbourModel
-    target: int
-
-    @classmethod
-    def of(cls, columns: Mapping[str, list[str]], feature: str) -> Predictor:
-        rows = [list(values) for values in zip(*columns.values(), strict=True)]
-        return cls(NeighbourModel(rows), list(columns).index(feature))
-
-    def right(self, columns: Mapping[str, list[str]], row: int) -> bool:
-        """Whether the greedy answer for data row ``row`` (0-based) is its true value."""
-        values = [column[row] for column in columns.values()]
-        given = {j: v for j, v in enumerate(values) if j != self.target}
-        guess = self.model.greedy(self.target, given, exclude=[row])
-        return bool(guess) and values_match(guess, values[self.target])
-
-    def accuracy(self, columns: Mapping[str, list[str]], rows: list[int]) -> float:
-        """The share of ``rows`` whose value the greedy answer gets right."""
-        return sum(self.right(columns, r) for r in rows) / len(rows) if rows else 0.0
+def query_chances(
+    predictors: ValuePredictors,
+    columns: Mapping[str, list[str]],
+    row: int,
+    feature: str,
+    chance: MarginalMatch,
+) -> dict[str, float]:
+    """Each data-only predictor's chance of naming data row ``row``'s value of ``feature``
+    from its other values, fitted without the row; the file's marginal rate as a floor."""
+    target = list(columns).index(feature)
+    values = [column[row] for column in columns.values()]
+    given = {j: v for j, v in enumerate(values) if j != target}
+    found = predictors.chances(target, given, row, [values[target]])
+    return {**found, CHANCE: chance.rate}
 
 
 def _feature_reason(chosen: UniqueFeature | None, named: bool, minimum: float) -> str:
@@ -260,16 +252,13 @@ def _feature_reason(chosen: UniqueFeature | None, named: bool, minimum: float) -
 
 @dataclass(frozen=True)
 class FeatureFacts:
-    """What the decision needs: the feature, the two data-only guesses, and the baseline: the
-    better of the marginal guess and the predictor's accuracy on sampled and queried rows."""
+    """What the decision needs: the feature, the marginal guesses, and each queried row's
+    data-only predictors' chances (data row -> predictor -> chance)."""
 
-    columns: Mapping[str, list[str]]
     chosen: UniqueFeature
     named: bool
     chance: MarginalMatch
-    predictor: Predictor
-    baseline: float
-    sampled: dict[str, float]
+    chances: dict[int, dict[str, float]]
 
 
 @register_lifecycle
@@ -303,19 +292,17 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
         if reason or chosen is None:
             return TestResult.not_applicable(TEST, reason)
         chance = marginal_match(columns[chosen.name])
-        predictor = Predictor.of(columns, chosen.name)
-        n_rows = len(ctx.dataset.rows)
-        sampled = random.Random(ctx.seed + 3).sample(range(n_rows), min(p.predictor_rows, n_rows))
-        checked = sorted(set(sampled) | {q.row for q in queries})
-        predicted = predictor.accuracy(columns, checked)
-        baseline = max(chance.rate, predicted)
-        reason = unreachable_reason(len(queries), baseline, count_rule(p), chosen.name)
+        predictors = predictors_of(ctx.dataset)
+        chances = {
+            q.row: query_chances(predictors, columns, q.row, chosen.name, chance) for q in queries
+        }
+        best = BestOf.of([chances[q.row] for q in queries])
+        reason = unreachable_reason(len(queries), best.rate, count_rule(p), chosen.name)
         if reason:
-            figures = {"predictor_accuracy": predicted, "marginal_rate": chance.rate}
-            info = {"feature": chosen.name, **figures}
+            figures = {"predictor_accuracy": best.rate, "marginal_rate": chance.rate}
+            info = {"feature": chosen.name, **figures, "baseline_set_by": best.leader()}
             return TestResult.not_applicable(TEST, reason, info=info)
-        figures = {"predictor_accuracy_sampled": predicted, "predictor_rows_sampled": len(checked)}
-        return FeatureFacts(columns, chosen, bool(named), chance, predictor, baseline, figures)
+        return FeatureFacts(chosen, bool(named), chance, chances)
 
     def word(
         self, ctx: TestContext, queries: Sequence[FeatureQuestion], facts: FeatureFacts
@@ -333,12 +320,12 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
     def score(
         self, ctx: TestContext, facts: FeatureFacts, answer: Answer[FeatureQuestion]
     ) -> QueryRecord:
-        """The value the answer gives, whether it is the true one, and whether the data-only
-        greedy answer is right on this row."""
+        """The value the answer gives, whether it is the true one, and each data-only
+        predictor's chance on this row."""
         asked, response = answer.query, answer.response
         feature = facts.chosen.name
         given = "" if response.error else feature_answer(response.text, feature)
-        predictor_right = facts.predictor.right(facts.columns, asked.row)
+        chances = facts.chances[asked.row]
         return QueryRecord(
             prompt=answer.prompt,
             expected=asked.answer,
@@ -349,7 +336,8 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
                 "row": asked.row + 1,
                 "prefix": asked.prompt,
                 "answer": given,
-                "predictor_right": predictor_right,
+                "baseline_chances": chances,
+                "baseline": max(chances.values()),
             },
         )
 
@@ -364,22 +352,20 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
         chosen, chance = facts.chosen, facts.chance
         n = len(records)
         hits = int(sum(r.score for r in records))
-        model_only = sum(r.score == 1 and not r.extra["predictor_right"] for r in records)
-        predictor_only = sum(r.score == 0 and r.extra["predictor_right"] for r in records)
+        best = BestOf.of([r.extra["baseline_chances"] for r in records])
         return against_best_predictor(
             ctx,
             TEST,
-            f"exact values of {chosen.name} over the data-only baseline",
+            f"exact values of {chosen.name} over the data-only baseline ({best.sentence()})",
             records,
-            facts.baseline,
+            best.rate,
             metrics={
+                **best.metrics(),
                 "unique_fraction": chosen.unique_fraction,
                 "baseline_marginal_draw": chance.draw_rate,
                 "baseline_mode": chance.mode_rate,
-                "baseline_predictor": sum(r.extra["predictor_right"] for r in records) / n,
+                "baseline_predictor": best.accuracies().get(NEIGHBOURS, 0.0),
                 "binomial_p_value_marginal": binomial_greater(hits, n, chance.rate),
-                "mcnemar_p_value": mcnemar_greater(model_only, predictor_only),
-                **facts.sampled,
                 "duplicate_row_fraction": duplicate_row_fraction(ctx.dataset.rows),
                 **wording_figures(context),
             },
@@ -388,11 +374,13 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
                 "feature_chosen_by": (
                     "config (test.feature)" if facts.named else "most distinct values"
                 ),
+                "baseline_set_by": best.leader(),
                 "evidence_rule": (
-                    "evidence when exact values beat the baseline — the better of the marginal "
-                    "guess (a draw or the mode) and the accuracy of the greedy answer of a "
-                    "nearest-neighbour model of the other features, each row predicted without "
-                    "itself — with an exact binomial p < alpha from at least min_hits hits"
+                    "evidence when exact values beat the baseline — per query the best chance "
+                    "of any data-only predictor (mode, marginal draw, nearest neighbours, the "
+                    "copula's conditional greedy or drawn, the file's marginal rate), each "
+                    "fitted without the queried row, averaged over the queries — with an exact "
+                    "binomial p < alpha from at least min_hits hits"
                 ),
             },
         )

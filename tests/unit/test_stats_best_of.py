@@ -1,0 +1,91 @@
+"""The per-query best of the data-only predictors, and the cross-fitted value predictors."""
+
+import random
+
+import numpy as np
+import pytest
+
+from tabmem.stats.best_of import (
+    COPULA,
+    DRAW,
+    MODE,
+    NEIGHBOURS,
+    BestOf,
+    ValuePredictors,
+    tie_share,
+)
+
+
+def test_each_query_takes_its_best_predictor_and_the_sentence_names_the_leader():
+    best = BestOf.of(
+        [
+            {"a": 1.0, "b": 0.0},
+            {"a": 0.0, "b": 1.0},
+            {"a": 0.0, "b": 0.25},
+            {"a": 0.0, "b": 0.0},
+        ]
+    )
+    assert best.per_query.tolist() == [1.0, 1.0, 0.25, 0.0]
+    assert best.rate == pytest.approx(2.25 / 4)
+    # the mean of the per-query best is above either predictor's own mean
+    assert best.rate > max(best.accuracies().values())
+    assert best.setters() == {"b": 2, "a": 1}
+    assert best.leader() == "b"
+    assert "b sets it on 2 of 4 queries" in best.sentence()
+    assert best.metrics() == {"baseline_a": 0.25, "baseline_b": 0.3125}
+
+
+def test_a_predictor_missing_on_a_query_counts_zero_there():
+    best = BestOf.of([{"a": 0.5}, {"b": 1.0}])
+    assert best.names == ("a", "b")
+    assert best.chances.tolist() == [[0.5, 0.0], [0.0, 1.0]]
+
+
+def test_no_queries_give_a_zero_rate():
+    best = BestOf.of([])
+    assert best.rate == 0.0
+    assert best.sentence() == "no data-only predictor applies"
+
+
+def coded_rows():
+    """60 rows: a code unique to each row, a group of 10 rows, and a value equal to the group."""
+    codes = random.Random(1).sample(range(10_000, 99_999), 60)
+    return [[str(c), f"g{i // 10}", f"v{i // 10}"] for i, c in enumerate(codes)]
+
+
+def test_a_value_only_the_row_holds_is_never_predicted():
+    rows = coded_rows()
+    predictors = ValuePredictors(rows)
+    for row in (0, 17, 59):
+        given = {1: rows[row][1], 2: rows[row][2]}
+        chances = predictors.chances(0, given, row, [rows[row][0]])
+        assert set(chances) >= {MODE, DRAW, NEIGHBOURS, COPULA}
+        assert max(chances.values()) == 0.0, chances
+
+
+def test_a_value_the_other_features_give_away_is_predicted_without_the_row():
+    rows = coded_rows()
+    predictors = ValuePredictors(rows)
+    chances = predictors.chances(2, {0: rows[5][0], 1: rows[5][1]}, 5, [rows[5][2]])
+    assert chances[NEIGHBOURS] == 1.0
+    assert chances[COPULA] == 1.0
+    # six groups of ten, the row left out: a draw is right 9 times in 59
+    assert chances[DRAW] == pytest.approx(9 / 59)
+
+
+def test_the_options_rules_split_ties_and_prefer_the_consistent_record():
+    rows = coded_rows()
+    predictors = ValuePredictors(rows)
+    record = {0: rows[3][0], 1: rows[3][1]}
+    options = [{**record, 2: value} for value in ("v0", "v1", "v2", "v3", "v4")]
+    chances = predictors.option_chances(options, [[2]] * 5, 0, 3)
+    # every value is as frequent as the others: the frequency rule is a five-way tie
+    assert chances[MODE] == pytest.approx(1 / 5)
+    assert chances[NEIGHBOURS] == 1.0
+    assert chances[COPULA] == 1.0
+
+
+def test_tie_share():
+    assert tie_share([1.0, 1.0, 0.0], 0) == 0.5
+    assert tie_share([1.0, 2.0, 0.0], 0) == 0.0
+    assert tie_share(np.array([3.0, 2.0]), 0) == 1.0
