@@ -8,6 +8,7 @@ from typing import Any
 
 from tabmem.llm.oracle.catalog import ORACLES
 from tabmem.llm.oracle.copula_learner import CopulaOracle
+from tabmem.llm.oracle.forest import ForestOracle
 from tabmem.llm.oracle.learner import LearnerOracle
 from tabmem.llm.oracle.models import (
     CHARS_PER_TOKEN,
@@ -25,6 +26,7 @@ __all__ = [
     "CHARS_PER_TOKEN",
     "ORACLES",
     "CopulaOracle",
+    "ForestOracle",
     "LearnerOracle",
     "MarginalOracle",
     "MemorizerOracle",

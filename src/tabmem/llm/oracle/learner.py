@@ -29,6 +29,7 @@ import random
 import threading
 from collections.abc import Collection, Mapping, Sequence
 from functools import cached_property
+from typing import Protocol
 
 import numpy as np
 
@@ -48,12 +49,34 @@ from tabmem.llm.oracle.models import (
 from tabmem.stats.neighbours import NeighbourModel
 
 
-class _Knowledge:
-    """What the learner knows of one table: the neighbour model and the file's raw fields."""
+class ConditionalModel(Protocol):
+    """A table's conditional distributions as the learner reads them: rows whose value of the
+    asked column is the answer (``NeighbourModel`` is one), and options' log-likelihoods."""
 
-    def __init__(self, table: _Table) -> None:
+    def pick(
+        self,
+        target: int,
+        given: Mapping[int, str],
+        rng: random.Random | None = None,
+        exclude: Collection[int] = (),
+        protect: bool = True,
+        among: np.ndarray | None = None,
+    ) -> int | None: ...
+
+    def choice_scores(
+        self,
+        options: Sequence[Mapping[int, str]],
+        scored: Sequence[Collection[int]],
+        exclude: Collection[int] = (),
+    ) -> list[float]: ...
+
+
+class _Knowledge:
+    """What the learner knows of one table: its conditional model and the file's raw fields."""
+
+    def __init__(self, table: _Table, model: ConditionalModel) -> None:
         self.table = table
-        self.model = NeighbourModel(table.clean_rows)
+        self.model = model
         self.width = len(table.names)
 
     @cached_property
@@ -96,8 +119,12 @@ class LearnerOracle(Oracle):
     def _knowledge(self, table: _Table) -> _Knowledge:
         with self._lock:
             if id(table) not in self._known:
-                self._known[id(table)] = _Knowledge(table)
+                self._known[id(table)] = _Knowledge(table, self._model(table))
             return self._known[id(table)]
+
+    def _model(self, table: _Table) -> ConditionalModel:
+        """The conditional model the learner answers with: nearest neighbours of the file."""
+        return NeighbourModel(table.clean_rows)
 
     def _draft(
         self, prompt: str, rng: random.Random, budget: int, chat: bool, temperature: float
@@ -208,11 +235,20 @@ class LearnerOracle(Oracle):
                 out.append(str(counts[j]))
                 given[j] = out[-1]
                 continue
-            among = known.starting_with(j, typed[1]) if typed and j == typed[0] else None
+            prefix = typed[1] if typed and j == typed[0] else ""
+            among = known.starting_with(j, prefix)
             row = known.model.pick(j, given, draw, exclude=asked, among=among)
-            if row is None and among is not None:
-                row = int(np.flatnonzero(among)[0]) if among.any() else None
-            text = "" if row is None else str(known.raw_texts[j][row])
-            out.append(text)
-            given[j] = _clean(text)
+            if row is None:
+                out.append(self._unpicked(known, j, among, prefix))
+            else:
+                out.append(str(known.raw_texts[j][row]))
+            given[j] = _clean(out[-1])
         return out
+
+    @staticmethod
+    def _unpicked(known: _Knowledge, column: int, among: np.ndarray | None, prefix: str) -> str:
+        """The field written when the model picks no row: the first row's spelling that
+        begins with the typed ``prefix`` (``among``), else empty."""
+        if among is not None and among.any():
+            return str(known.raw_texts[column][int(np.flatnonzero(among)[0])])
+        return ""

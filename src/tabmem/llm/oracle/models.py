@@ -7,7 +7,9 @@
 - ``LearnerOracle`` (``tabmem.llm.oracle.learner``) knows each dataset's joint distribution
   but none of the rows it is asked about: the hard negative.
 - ``CopulaOracle`` (``tabmem.llm.oracle.copula_learner``) knows the same through the twins'
-  Gaussian copulas, a model family that no data-only baseline uses: the second hard negative.
+  Gaussian copulas: the second hard negative.
+- ``ForestOracle`` (``tabmem.llm.oracle.forest``) knows the same through cross-fitted random
+  forests, a model family that no data-only baseline uses: the third hard negative.
 
 Each oracle reads one prompt text (for chat, the last user message: the system prompt and
 few-shot turns are ignored, so examples from other datasets cannot confuse it) and handles three

@@ -1,0 +1,380 @@
+"""The forest learner: a hard negative of a model family that no data-only baseline uses.
+
+``ForestOracle`` is the learner (``tabmem.llm.oracle.learner``) with its nearest-neighbour
+model replaced by random forests: formats, CSV continuation, counters, options and names are
+the learner's; the distribution of one value given the others comes from a forest per asked
+column (scikit-learn's ``RandomForestClassifier`` for text or a column of at most 30 values,
+``RandomForestRegressor`` for a measurement; 50 trees of depth 10 at most) fitted on the
+columns the prompt shows.
+
+It never knows the row it is asked about, by cross-fitting: each file's rows are split into
+``FOLDS`` folds (identical rows in one fold; which fold is seeded by the file's name) and
+each forest is fitted once per fold, on the rows of the other folds. A query is answered by
+the forest of the fold that holds out its asked row:
+
+- a CSV continuation of the file's text: the row where the prompt stops (the first row
+  written, the one a test scores);
+- a question, an observation request or an option list: the first of the rows that agree
+  with every value shown (or shared by all options), when at most ``max(10, sqrt(n))`` do;
+- otherwise the asked row cannot be identified (no row agrees, or a group of many rows does)
+  and the fold is a hash of the values shown: the same prompt always gets the same fold.
+
+A forest's conditional distribution is read through its leaves, as a quantile regression
+forest does: each training row of the fold weighs, summed over the trees, one over the size
+of the query's leaf when it falls in that leaf. Every asked row (all the rows a CSV prompt's
+answer reaches, every row agreeing with what is shown) weighs nothing, so a value that only
+they hold is never written, whichever fold's trees saw them. The answer is a training row's
+raw field, so numbers keep the file's exact spelling: at temperature 0 the value with the most
+weight (for a measurement, the training value nearest to the weighted mean, or an empty field
+when empty fields weigh most); above it, a training row drawn by its weight. A field cut short
+that no training row finishes stays as typed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import threading
+import warnings
+import zlib
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from tabmem.data.values import normalize_value
+from tabmem.llm.oracle.learner import ConditionalModel, LearnerOracle, _Knowledge
+from tabmem.llm.oracle.models import _Table
+from tabmem.stats.neighbours import Column
+
+FOLDS = 5
+"""Each forest is fitted once per fold, on the rows of the other folds."""
+TREES = 50
+MAX_DEPTH = 10
+MIN_LEAF = 3
+FEATURE_SHARE = 0.5
+"""The share of the shown columns each split may choose from."""
+BOOTSTRAP_ROWS = 1000
+"""Each tree is grown on a bootstrap sample of at most this many rows (fits stay fast)."""
+SUPPORT_ROWS = 4000
+"""A fold's training rows beyond this many are sampled down (seeded): what its forests see."""
+SPLIT_CLASSES = 100
+"""A classifier splits on its column's 100 most frequent values; the rarer share one class
+(its answers still read every value off the leaves' rows)."""
+SMOOTHING = 0.01
+"""An option's value probability is mixed with 1 % of its add-one frequency among the rows."""
+
+
+def _seed(*parts: object) -> int:
+    """A stable 31-bit seed from the parts' text."""
+    return zlib.crc32(":".join(map(str, parts)).encode()) & 0x7FFFFFFF
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """One column's forest on one fold: the rows it was fitted on and their leaves."""
+
+    rows: np.ndarray
+    columns: tuple[int, ...]
+    trees: tuple[Any, ...]
+    leaves: np.ndarray | None
+    """Each row's leaf in each tree (rows × trees); None: no forest, every row weighs the same."""
+
+    def weights(self, x: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+        """Each row's weight for the query ``x`` (summing to 1 over the ``allowed`` rows);
+        uniform over them when no tree puts an allowed row in the query's leaf."""
+        weights = np.zeros(self.rows.size)
+        if self.leaves is not None:
+            query = np.array([tree.apply(x, check_input=False)[0] for tree in self.trees])
+            same = (self.leaves == query) & allowed[:, None]
+            sizes = same.sum(axis=0)
+            used = sizes > 0
+            weights = (same[:, used] / sizes[used]).sum(axis=1)
+        if weights.sum() <= 0:
+            weights = allowed.astype(float)
+        total = weights.sum()
+        return weights / total if total > 0 else weights
+
+
+class ForestModel:
+    """A table's conditional distributions (rows of value strings) by cross-fitted random
+    forests; the same reading as ``NeighbourModel`` (``pick``, ``choice_scores``)."""
+
+    def __init__(self, rows: Sequence[Sequence[str]], name: str, folds: int = FOLDS) -> None:
+        if not rows:
+            raise ValueError("a forest model needs at least one row")
+        self.name = name
+        self.n_rows = len(rows)
+        self.folds = folds
+        self.columns = [Column.of([row[j] for row in rows]) for j in range(len(rows[0]))]
+        self.k = max(10, round(math.sqrt(self.n_rows)))
+        self._fits: dict[tuple[int, int, tuple[int, ...]], _Fit] = {}
+        self._lock = threading.Lock()
+
+    @cached_property
+    def fold_of(self) -> np.ndarray:
+        """Each row's fold: identical rows share one, groups dealt out in a seeded order."""
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for i in range(self.n_rows):
+            groups.setdefault(tuple(c.values[i] for c in self.columns), []).append(i)
+        order = list(groups.values())
+        random.Random(f"forest:{self.name}").shuffle(order)
+        fold_of = np.empty(self.n_rows, dtype=np.int64)
+        for g, members in enumerate(order):
+            fold_of[members] = g % self.folds
+        return fold_of
+
+    def training(self, fold: int) -> np.ndarray:
+        """The rows of the other folds (``SUPPORT_ROWS`` at most, a seeded sample)."""
+        rows = np.flatnonzero(self.fold_of != fold)
+        if rows.size > SUPPORT_ROWS:
+            sample = np.random.default_rng(_seed(self.name, fold))
+            rows = np.sort(sample.choice(rows, SUPPORT_ROWS, replace=False))
+        return rows
+
+    @cached_property
+    def _ranks(self) -> list[dict[str, int]]:
+        """Each text column's values in sorted order, as the forests' numeric input."""
+        return [{v: r for r, v in enumerate(sorted(c.book))} for c in self.columns]
+
+    def _feature(self, column: int, value: str) -> float:
+        """A value as a forest input: a number as itself, text as its rank, missing as NaN."""
+        value = normalize_value(value)
+        if self.columns[column].numbers is not None:
+            try:
+                return float(value)
+            except ValueError:
+                return math.nan
+        return float(self._ranks[column].get(value, math.nan))
+
+    @cached_property
+    def _features(self) -> np.ndarray:
+        """Every row's values as forest inputs (rows × columns)."""
+        out = np.empty((self.n_rows, len(self.columns)), dtype=np.float32)
+        for j, column in enumerate(self.columns):
+            if column.numbers is not None:
+                out[:, j] = column.numbers
+            else:
+                ranks = self._ranks[j]
+                out[:, j] = [ranks[v] for v in column.values]
+        return out
+
+    def usable(self, given: Mapping[int, str]) -> dict[int, str]:
+        """The given values a forest can take: known values, or numbers in a numeric column
+        (a mask such as ``[hidden]`` is dropped)."""
+        return {
+            j: v
+            for j, v in given.items()
+            if normalize_value(v) in self.columns[j].book
+            or (self.columns[j].numbers is not None and not math.isnan(self._feature(j, v)))
+        }
+
+    def matching(self, given: Mapping[int, str]) -> np.ndarray:
+        """Rows that agree with every given value."""
+        agree = np.ones(self.n_rows, dtype=bool)
+        for j, value in given.items():
+            agree &= self.columns[j].equal(value)
+        return agree
+
+    def asked(
+        self, given: Mapping[int, str], exclude: Collection[int] = (), protect: bool = True
+    ) -> list[int]:
+        """The rows a query may be about, first the one whose fold answers: ``exclude`` in its
+        order, then (with ``protect``) the rows agreeing with every given value when at most
+        ``k`` do."""
+        asked = list(exclude)
+        if protect and given:
+            agree = np.flatnonzero(self.matching(given))
+            if agree.size <= self.k:
+                known = set(asked)
+                asked += [int(r) for r in agree if int(r) not in known]
+        return asked
+
+    def fold(self, given: Mapping[int, str], asked: Sequence[int]) -> int:
+        """The fold that answers: the one holding out the first asked row; without one, a hash
+        of the given values."""
+        if asked:
+            return int(self.fold_of[asked[0]])
+        shown = sorted((j, normalize_value(v)) for j, v in given.items())
+        return _seed(json.dumps(shown)) % self.folds
+
+    def _fit(self, fold: int, target: int, columns: tuple[int, ...]) -> _Fit:
+        """The forest of column ``target`` on ``columns``, fitted on the rows outside ``fold``."""
+        key = (fold, target, columns)
+        with self._lock:
+            if key not in self._fits:
+                self._fits[key] = self._grow(fold, target, columns)
+            return self._fits[key]
+
+    def _grow(self, fold: int, target: int, columns: tuple[int, ...]) -> _Fit:
+        from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+        rows = self.training(fold)
+        column = self.columns[target]
+        x = np.ascontiguousarray(self._features[np.ix_(rows, list(columns))])
+        if column.discrete:
+            codes = column.codes[rows]
+            frequent = [c for c, _ in Counter(codes.tolist()).most_common(SPLIT_CLASSES)]
+            y = np.where(np.isin(codes, frequent), codes, -1)
+            fitted = np.ones(rows.size, dtype=bool)
+            forest: Any = RandomForestClassifier
+        else:
+            assert column.numbers is not None
+            y = column.numbers[rows]
+            fitted = ~np.isnan(y)
+            forest = RandomForestRegressor
+        if not columns or fitted.sum() < 2:
+            return _Fit(rows, columns, (), None)
+        model = forest(
+            n_estimators=TREES,
+            max_depth=MAX_DEPTH,
+            min_samples_leaf=MIN_LEAF,
+            max_features=FEATURE_SHARE,
+            max_samples=min(1.0, BOOTSTRAP_ROWS / int(fitted.sum())),
+            n_jobs=1,
+            random_state=_seed(self.name, fold, target, columns),
+        )
+        with warnings.catch_warnings():
+            # a column of names has about as many classes as rows: still a classification
+            warnings.filterwarnings("ignore", "The number of unique classes", UserWarning)
+            model.fit(x[fitted], y[fitted])
+        return _Fit(rows, columns, tuple(model.estimators_), model.apply(x).astype(np.int32))
+
+    def _query(
+        self, target: int, given: Mapping[int, str], asked: Collection[int], fold: int
+    ) -> tuple[_Fit, np.ndarray]:
+        """The fold's forest for ``target`` given the usable ``given`` values, and its rows
+        that may carry weight (the ``asked`` rows may not)."""
+        columns = tuple(sorted(j for j in given if j != target))
+        fit = self._fit(fold, target, columns)
+        allowed = ~np.isin(fit.rows, list(asked))
+        return fit, allowed
+
+    def _weights(self, fit: _Fit, given: Mapping[int, str], allowed: np.ndarray) -> np.ndarray:
+        x = np.array([[self._feature(j, given[j]) for j in fit.columns]], dtype=np.float32)
+        return fit.weights(x, allowed)
+
+    def pick(
+        self,
+        target: int,
+        given: Mapping[int, str],
+        rng: random.Random | None = None,
+        exclude: Collection[int] = (),
+        protect: bool = True,
+        among: np.ndarray | None = None,
+    ) -> int | None:
+        """A row whose value of column ``target`` is the answer, chosen ``among`` a mask of
+        rows (default all): without ``rng`` the most likely value (a measurement: the value
+        nearest to the weighted mean), with ``rng`` a row drawn by its weight. None when no
+        row of the fold's forest may answer."""
+        given = {j: v for j, v in self.usable(given).items() if j != target}
+        asked = self.asked(given, exclude, protect)
+        fit, allowed = self._query(target, given, asked, self.fold(given, asked))
+        if among is not None:
+            allowed &= among[fit.rows]
+        if not allowed.any():
+            return None
+        weights = self._weights(fit, given, allowed)
+        if rng is not None:
+            return int(rng.choices(fit.rows.tolist(), weights=weights.tolist())[0])
+        column = self.columns[target]
+        values = [column.values[i] for i in fit.rows]
+        if column.discrete:
+            return self._most_likely(fit.rows, values, weights, allowed)
+        numbers = column.numbers[fit.rows] if column.numbers is not None else None
+        assert numbers is not None
+        present = allowed & ~np.isnan(numbers)
+        if not present.any() or weights[allowed & ~present].sum() * 2 > 1:
+            return int(fit.rows[np.flatnonzero(allowed & ~present)[0]])
+        mass = weights[present]
+        points = numbers[present]
+        mean = float(mass @ points / mass.sum()) if mass.sum() > 0 else float(points.mean())
+        gaps = np.where(present, np.abs(numbers - mean), np.inf)
+        return int(fit.rows[int(np.argmin(gaps))])
+
+    @staticmethod
+    def _most_likely(
+        rows: np.ndarray, values: list[str], weights: np.ndarray, allowed: np.ndarray
+    ) -> int:
+        """The allowed row, of the value with the most weight (ties: the more frequent among
+        the allowed rows, then the value's order), that weighs most."""
+        tally: dict[str, float] = {}
+        count: Counter[str] = Counter()
+        for i in np.flatnonzero(allowed).tolist():
+            tally[values[i]] = tally.get(values[i], 0.0) + float(weights[i])
+            count[values[i]] += 1
+        best = max(tally, key=lambda v: (tally[v], count[v], v))
+        holders = [i for i in np.flatnonzero(allowed).tolist() if values[i] == best]
+        return int(rows[max(holders, key=lambda i: (weights[i], -i))])
+
+    def choice_scores(
+        self,
+        options: Sequence[Mapping[int, str]],
+        scored: Sequence[Collection[int]],
+        exclude: Collection[int] = (),
+    ) -> list[float]:
+        """Each option's log-likelihood: the sum, over its ``scored`` columns, of the value's
+        log probability given the option's other values. The rows agreeing with every value
+        all options share are the record asked about: their fold answers, and they weigh
+        nothing when at most ``k`` of them do."""
+        usable = [self.usable(option) for option in options]
+        shared = {j: v for j, v in usable[0].items() if all(u.get(j) == v for u in usable[1:])}
+        asked = self.asked(shared, exclude)
+        fold = self.fold(shared, asked)
+        return [
+            sum(self._log_score(j, values, asked, fold) for j in mine if j in values)
+            for values, mine in zip(usable, scored, strict=True)
+        ]
+
+    def _log_score(
+        self, target: int, record: Mapping[int, str], asked: Collection[int], fold: int
+    ) -> float:
+        """log probability (a measurement: log density) of ``record[target]`` given the
+        record's other values, by the fold's forest."""
+        value = normalize_value(record[target])
+        given = {j: v for j, v in record.items() if j != target}
+        fit, allowed = self._query(target, given, asked, fold)
+        if not allowed.any():
+            return math.log(1e-300)
+        weights = self._weights(fit, given, allowed)
+        column = self.columns[target]
+        values = [column.values[i] for i in fit.rows]
+        if column.discrete or value == "" or column.numbers is None:
+            holders = np.array([v == value for v in values]) & allowed
+            distinct = len({values[i] for i in np.flatnonzero(allowed)})
+            prior = (holders.sum() + 1) / (allowed.sum() + distinct + 1)
+            chance = float(weights[holders].sum())
+            return math.log((1 - SMOOTHING) * chance + SMOOTHING * prior)
+        numbers = column.numbers[fit.rows]
+        present = allowed & ~np.isnan(numbers)
+        if not present.any() or weights[present].sum() <= 0:
+            return math.log(1e-300)
+        share = weights[present] / weights[present].sum()
+        points = numbers[present]
+        centre = float(np.sum(share * points))
+        spread = float(np.sqrt(np.sum(share * (points - centre) ** 2)))
+        bandwidth = max(spread * points.size**-0.2, column.span / 1000, 1e-12)
+        z = (points - float(value)) / bandwidth
+        density = float(np.sum(share * np.exp(-0.5 * z * z))) / (bandwidth * math.sqrt(2 * math.pi))
+        return math.log(max(density, 1e-300))
+
+
+class ForestOracle(LearnerOracle):
+    """Knows each dataset's joint distribution through cross-fitted random forests, never the
+    rows it is asked about."""
+
+    model_name = "oracle-forest"
+    version = "1"
+
+    def _model(self, table: _Table) -> ConditionalModel:
+        """The table's cross-fitted forests (each fitted on first use)."""
+        return ForestModel(table.clean_rows, table.dataset.name)
+
+    @staticmethod
+    def _unpicked(known: _Knowledge, column: int, among: np.ndarray | None, prefix: str) -> str:
+        """A field no training row of the answering fold finishes stays as typed."""
+        return prefix
