@@ -8,8 +8,9 @@ follows from the species and the petal width. So each query's baseline is the be
 data-only predictor reaches on it, each fitted without the queried row
 (``tabmem.stats.best_of``): the column's mode and a draw from it, the greedy answer of a
 nearest-neighbour model of the other features, the greedy answer and a draw of the Gaussian
-copula's conditional, and, as a floor, the file's marginal rate. Exact answers beyond the
-mean of those per-query baselines point to memory of the rows (``tabmem.stats.hits``). A
+copula's conditional, and, as a floor, the file's marginal rate (``file rate``). Exact answers
+beyond the mean of those per-query baselines point to memory of the rows
+(``tabmem.stats.hits``). A
 feature the predictors get too well leaves no room for memory to show, and the test does not
 apply.
 """
@@ -44,7 +45,7 @@ from tabmem.prompts.observations import parse_observation
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.answers import feature_answer, values_match
 from tabmem.stats.baselines import MarginalMatch, marginal_match
-from tabmem.stats.best_of import CHANCE, NEIGHBOURS, BestOf, ValuePredictors, predictors_of
+from tabmem.stats.best_of import FLOOR, NEIGHBOURS, BestOf, ValuePredictors, predictors_of
 from tabmem.stats.hits import unreachable_reason
 from tabmem.stats.pvalues import binomial_greater
 from tabmem.stats.uniqueness import (
@@ -235,7 +236,7 @@ def query_chances(
     values = [column[row] for column in columns.values()]
     given = {j: v for j, v in enumerate(values) if j != target}
     found = predictors.chances(target, given, row, [values[target]])
-    return {**found, CHANCE: chance.rate}
+    return {**found, FLOOR: chance.rate}
 
 
 def _feature_reason(chosen: UniqueFeature | None, named: bool, minimum: float) -> str:
@@ -378,9 +379,9 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
                 "evidence_rule": (
                     "evidence when exact values beat the baseline — per query the best chance "
                     "of any data-only predictor (mode, marginal draw, nearest neighbours, the "
-                    "copula's conditional greedy or drawn, the file's marginal rate), each "
-                    "fitted without the queried row, averaged over the queries — with an exact "
-                    "binomial p < alpha from at least min_hits hits"
+                    "copula's conditional greedy or drawn; the file's marginal rate as a floor), "
+                    "each fitted without the queried row, averaged over the queries — with an "
+                    "exact binomial p < alpha from at least min_hits hits"
                 ),
             },
         )

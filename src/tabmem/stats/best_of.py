@@ -42,9 +42,10 @@ DRAW = "marginal draw"
 NEIGHBOURS = "nearest neighbours"
 COPULA = "copula conditional"
 COPULA_DRAW = "copula draw"
-CHANCE = "marginal guess"
-"""The file's marginal rate (the better of a draw and the mode, the row itself counted), kept
-as a floor on every query so that no baseline falls below the one the tests had before."""
+FLOOR = "file rate"
+"""The file-level rate a test had as its whole baseline before (the marginal rate, or first
+token's best cross-fitted accuracy over all scored positions), kept as a floor on every query
+so that no baseline falls below it."""
 
 
 @dataclass(frozen=True)

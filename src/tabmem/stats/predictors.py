@@ -11,10 +11,13 @@ them) is predicted by models fitted on the other folds of a seeded K-fold split,
 first token is ever predicted by a model that learnt it, and the accuracy is measured on all
 scored positions rather than on the few left over once the queried rows are set aside (136
 of iris' 150 rows queried used to leave 3 rows to score, and a baseline of 1/3 or 2/3). The
-best predictor is the one with the highest cross-fitted accuracy over all scored positions:
-the choice may favour the baseline on the queried rows, never the model under test. A held-out
-row still shows among the *features* of the position after it (as its previous row): that
-can only help the baseline, so it errs towards ``no_evidence``.
+best predictor is the one with the highest cross-fitted accuracy over all scored positions.
+The test's baseline is per query (``tabmem.stats.best_of``): the best of each predictor's
+cross-fitted answer on that position (right or not), a draw from the other positions' first
+tokens, and, as a floor, the better of the best predictor's accuracy over all scored positions
+and the marginal rate (``FirstTokenBaseline.chances``). A held-out row still shows among the
+*features* of the position after it (as its previous row): that can only help the baseline, so
+it errs towards ``no_evidence``.
 """
 
 from __future__ import annotations
@@ -23,11 +26,13 @@ import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
 from tabmem.stats.baselines import marginal_match
+from tabmem.stats.best_of import DRAW, FLOOR
 
 
 @dataclass
@@ -66,6 +71,21 @@ class FirstTokenBaseline:
     def right(self, position: int) -> bool:
         """Whether the best predictor, fitted without ``position``, gets its token right."""
         return self.best.predictions[position] == self.truth[position]
+
+    def chances(self, position: int) -> dict[str, float]:
+        """Each data-only predictor's chance on ``position``, none fitted on it: the three
+        predictors' answers (1 when right), a draw from the other positions' first tokens, and
+        the file rate (``rate``) as a floor."""
+        truth = self.truth[position]
+        out = {p.name: float(p.predictions[position] == truth) for p in self.predictors}
+        others = self._counts[truth] - 1
+        out[DRAW] = others / (len(self.positions) - 1) if len(self.positions) > 1 else 0.0
+        out[FLOOR] = self.rate
+        return out
+
+    @cached_property
+    def _counts(self) -> Counter[str]:
+        return Counter(self.truth.values())
 
     def table(self) -> pd.DataFrame:
         return pd.DataFrame(
