@@ -6,7 +6,9 @@ import pytest
 from test_learner import ledger_text, question, values
 
 from tabmem.data import Dataset
-from tabmem.llm.oracle import LearnerOracle
+from tabmem.errors import ConfigError
+from tabmem.llm.oracle import ForestOracle, LearnerOracle, NullOracle
+from tabmem.llm.oracle.backend import _partial_id
 from tabmem.llm.oracle.partial import PartialOracle, Recall
 from tabmem.llm.oracle.server import OracleServer
 
@@ -76,3 +78,87 @@ def test_the_server_answers_to_a_partial_memorizer_by_name(ledger):
     assert isinstance(oracle, PartialOracle) and oracle.recall == Recall(0.2, 1)
     assert server.oracle("oracle-partial-random-0.2-s1") is oracle
     assert server.oracle("oracle-partial-sometimes") is None
+
+
+def test_the_rest_is_named_in_the_model_id_only_when_it_is_not_the_learner():
+    assert Recall(0.2, 0).model_id == "oracle-partial-random-0.2-s0"
+    assert Recall(0.2, 0, rest="learner") == Recall(0.2, 0)
+    for rest in ("forest", "chance"):
+        recall = Recall(0.1, 3, "first", rest)
+        assert recall.model_id == f"oracle-partial-first-0.1-s3-{rest}"
+        assert Recall.parse(recall.model_id) == recall
+    assert Recall.parse("oracle-partial-random-0.2-s0-learner") is None
+    with pytest.raises(ValueError, match="learner, forest, chance"):
+        Recall(0.2, 0, rest="marginal")
+
+
+def test_the_backend_keeps_the_learners_identity_and_versions_the_others():
+    assert _partial_id({"share": 0.2, "seed": 1}) == ("oracle-partial-random-0.2-s1", "1")
+    assert _partial_id({"share": 0.2, "seed": 1, "rows": "random", "rest": "learner"}) == (
+        "oracle-partial-random-0.2-s1",
+        "1",
+    )
+    assert _partial_id({"share": 0.2, "seed": 1, "rest": "chance"}) == (
+        "oracle-partial-random-0.2-s1-chance",
+        f"1+chance{NullOracle.version}",
+    )
+    assert _partial_id({"share": 0.2, "seed": 1, "rest": "forest"})[1] == (
+        f"1+forest{ForestOracle.version}"
+    )
+    with pytest.raises(ConfigError, match=r"recall\.rest"):
+        _partial_id({"share": 0.2, "seed": 1, "rest": "nobody"})
+
+
+@pytest.mark.parametrize("rest", ["forest", "chance"])
+def test_known_rows_stay_verbatim_and_the_others_are_the_rests(ledger, rest):
+    recall = Recall(0.25, 7, rest=rest)
+    partial = PartialOracle([ledger], recall)
+    learner = LearnerOracle([ledger])
+    other = ForestOracle([ledger]) if rest == "forest" else NullOracle([ledger])
+    known = recall.known("ledger", len(ledger.rows))
+    differ = 0
+    for row in range(80):
+        asked = question(ledger, row, "code")
+        answer = partial.generate(asked, 8, [], 0, chat=True)
+        if row in known:
+            assert answer == values(ledger, row)[0]
+        else:
+            assert answer == other.generate(asked, 8, [], 0, chat=True)
+            assert answer != values(ledger, row)[0]
+            differ += answer != learner.generate(asked, 8, [], 0, chat=True)
+    assert differ >= 40  # of about 60 unknown rows: not the learner's answers
+
+
+def test_at_chance_unknown_rows_are_made_up_and_known_rows_written_verbatim(ledger):
+    rows = ledger.rows
+    recall = Recall(0.3, 2, rest="chance")
+    known = sorted(recall.known("ledger", len(rows)))
+    codes = {values(ledger, r)[0] for r in range(len(rows))}
+    target = next(t for t in known if t >= 10 and t + 1 not in known)
+    prompt = "".join(r + "\n" for r in rows[target - 10 : target])
+    lines = PartialOracle([ledger], recall).generate(prompt, 200, [], 0, chat=True).split("\n")
+    assert lines[0] == rows[target]
+    assert lines[1].split(",")[0] not in codes  # made up, as oracle-null writes
+    assert len(lines[1].split(",")) == 5
+    unknown = next(r for r in range(len(rows)) if r not in known)
+    code, label, group, tree, size = values(ledger, unknown)
+    others = sorted(codes - {code})[:2]
+    options = f"code = [hidden], label = {label}, group = {group}, tree = {tree}, size = {size}\n"
+    options += "\n".join(f"{x}) code = {c}" for x, c in zip("ABC", [code, *others], strict=True))
+    letters = {
+        PartialOracle([ledger], recall).generate(options, 4, [], seed, chat=True)
+        for seed in range(30)
+    }
+    assert letters == {"A", "B", "C"}  # an unknown row's options: a random letter
+    named = ledger.prefix_text(3) + "What is the name of this dataset?"
+    assert PartialOracle([ledger], recall).generate(named, 8, [], 0, chat=True) == "ledger"
+
+
+def test_the_server_answers_to_a_partial_memorizer_with_another_rest(ledger):
+    server = OracleServer([ledger])
+    oracle = server.oracle("oracle-partial-random-0.2-s1-forest")
+    assert isinstance(oracle, PartialOracle) and isinstance(oracle.rest, ForestOracle)
+    assert oracle.recall == Recall(0.2, 1, rest="forest")
+    chance = server.oracle("oracle-partial-first-0.05-s0-chance")
+    assert isinstance(chance, PartialOracle) and isinstance(chance.rest, NullOracle)
+    assert server.oracle("oracle-partial-random-0.2-s1-marginal") is None

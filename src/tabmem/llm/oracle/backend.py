@@ -24,11 +24,10 @@ class OracleBackend(BaseBackend):
     ) -> None:
         from tabmem.llm.litellm_backend import LiteLLMBackend
         from tabmem.llm.oracle import ORACLES, OracleServer, load_available_datasets
-        from tabmem.llm.oracle.partial import PartialOracle
 
         model_id, version = f"oracle-{oracle}", ""
         if oracle == "partial":
-            model_id, version = _partial_id(recall or {}), PartialOracle.version
+            model_id, version = _partial_id(recall or {})
         elif model_id in ORACLES:
             version = ORACLES[model_id].version
         else:
@@ -71,16 +70,21 @@ class OracleBackend(BaseBackend):
         self.server.stop()
 
 
-def _partial_id(recall: Mapping[str, Any]) -> str:
-    """The served name of the partial memorizer a config's ``recall`` section describes."""
-    from tabmem.llm.oracle.partial import Recall
+def _partial_id(recall: Mapping[str, Any]) -> tuple[str, str]:
+    """The served name and cache version of the partial memorizer a config's ``recall``
+    section describes."""
+    from tabmem.llm.oracle.partial import PartialOracle, Recall
 
     try:
-        return Recall(
-            float(recall["share"]), int(recall["seed"]), str(recall.get("rows", "random"))
-        ).model_id
+        parsed = Recall(
+            float(recall["share"]),
+            int(recall["seed"]),
+            str(recall.get("rows", "random")),
+            str(recall.get("rest", "learner")),
+        )
     except (KeyError, TypeError, ValueError) as error:
         raise ConfigError(
-            f"oracle: partial needs recall.share (0 to 1), recall.seed and recall.rows "
-            f"(random or first): {error}"
+            f"oracle: partial needs recall.share (0 to 1), recall.seed, recall.rows "
+            f"(random or first) and recall.rest (learner, forest or chance): {error}"
         ) from None
+    return parsed.model_id, PartialOracle.version_for(parsed)

@@ -1,5 +1,6 @@
 """The partial memorizer: a reference model that knows a seeded share of each file's rows
-verbatim and answers every other question exactly as the learner does.
+verbatim and answers every other question with another reference model, its ``rest``: the
+learner (the default), the forest learner, or chance.
 
 Real contamination is partial (in Bordt et al. 2024, GPT-3.5 reproduced 16 of 164 Wine rows),
 so this is the positive that measures a test's power: a test that finds the full memorizer but
@@ -8,6 +9,12 @@ random share ``recall`` of each file's rows; ``rows="first"`` knows the first ``
 each file (the pattern the papers found on Adult and California Housing: the header and the
 first rows, no random row). Both know every header. Which rows are known depends on the seed
 and the dataset's name alone, so every test of a run meets the same rows.
+
+What it does not know, ``rest`` answers: ``"learner"`` (``oracle-learner``: the data's
+distribution by nearest neighbours, the model the baselines share, so power is a best case),
+``"forest"`` (``oracle-forest``: the distribution by cross-fitted random forests, a family no
+baseline uses) or ``"chance"`` (as ``oracle-null``: made-up values and rows, a random option
+letter). Where the text below says "the learner", read the rest.
 
 The row a prompt asks about decides who answers:
 
@@ -20,7 +27,8 @@ The row a prompt asks about decides who answers:
   values shown outside the options), else the learner's choice.
 - An observation request gets a known row (the one agreeing with the values the prompt fixes,
   or, with none fixed, a known row drawn by seed with probability ``recall``), else the
-  learner's draw. Name questions are the learner's: both know names.
+  learner's draw. Name questions get the dataset's name whatever the rest: a model that has
+  read part of a file knows its name.
 """
 
 from __future__ import annotations
@@ -34,11 +42,14 @@ from functools import cached_property
 import numpy as np
 
 from tabmem.data.dataset import Dataset
+from tabmem.llm.oracle.forest import ForestOracle
 from tabmem.llm.oracle.learner import LearnerOracle
 from tabmem.llm.oracle.models import (
     _DEFAULT_STYLE,
     _OPTION,
     MemorizerOracle,
+    NullOracle,
+    Oracle,
     _Found,
     _lead,
     _Match,
@@ -48,7 +59,15 @@ from tabmem.llm.oracle.models import (
 )
 
 KNOWN_ROWS = ("random", "first")
-_ID = re.compile(r"^oracle-partial-(random|first)-([0-9]*\.?[0-9]+)-s([0-9]+)$")
+RESTS: dict[str, type[Oracle]] = {
+    "learner": LearnerOracle,
+    "forest": ForestOracle,
+    "chance": NullOracle,
+}
+"""Who answers what the partial memorizer does not know, by the name ``recall.rest`` gives."""
+_ID = re.compile(
+    r"^oracle-partial-(random|first)-([0-9]*\.?[0-9]+)-s([0-9]+)(?:-(forest|chance))?$"
+)
 
 
 @dataclass(frozen=True)
@@ -58,17 +77,22 @@ class Recall:
     share: float
     seed: int
     rows: str = "random"
+    rest: str = "learner"
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.share <= 1.0:
             raise ValueError(f"recall must be between 0 and 1, not {self.share}")
         if self.rows not in KNOWN_ROWS:
             raise ValueError(f"known rows must be one of {', '.join(KNOWN_ROWS)}, not {self.rows}")
+        if self.rest not in RESTS:
+            raise ValueError(f"the rest must be one of {', '.join(RESTS)}, not {self.rest}")
 
     @property
     def model_id(self) -> str:
-        """The model name the oracle server answers to, e.g. ``oracle-partial-random-0.2-s0``."""
-        return f"oracle-partial-{self.rows}-{self.share:g}-s{self.seed}"
+        """The model name the oracle server answers to, e.g. ``oracle-partial-random-0.2-s0``
+        (the rest is named only when it is not the learner: ``…-s0-chance``)."""
+        rest = "" if self.rest == "learner" else f"-{self.rest}"
+        return f"oracle-partial-{self.rows}-{self.share:g}-s{self.seed}{rest}"
 
     @classmethod
     def parse(cls, model_id: str) -> Recall | None:
@@ -76,7 +100,7 @@ class Recall:
         found = _ID.match(model_id)
         if found is None:
             return None
-        return cls(float(found[2]), int(found[3]), found[1])
+        return cls(float(found[2]), int(found[3]), found[1], found[4] or "learner")
 
     def known(self, dataset: str, n_rows: int) -> frozenset[int]:
         """The data rows (0-based) of ``dataset`` known verbatim."""
@@ -121,8 +145,8 @@ class _Known:
         return int(sum(rows[:, j] == maps[j].get(v, -1) for j, v in known).max())
 
 
-class PartialOracle(LearnerOracle):
-    """Knows ``recall`` of each file's rows verbatim; answers like the learner otherwise."""
+class PartialOracle(Oracle):
+    """Knows ``recall`` of each file's rows verbatim; answers as its rest otherwise."""
 
     model_name = "oracle-partial"
     version = "1"
@@ -130,32 +154,42 @@ class PartialOracle(LearnerOracle):
     def __init__(self, datasets: Sequence[Dataset], recall: Recall) -> None:
         super().__init__(datasets)
         self.recall = recall
+        self.rest = RESTS[recall.rest](datasets)
         self._memory = MemorizerOracle(datasets)
         self._known = {id(t): _Known(t, recall) for t in self._memory._tables}
+
+    @classmethod
+    def version_for(cls, recall: Recall) -> str:
+        """The cache version of a partial memorizer: its own, and its rest's when that is not
+        the learner (so a changed forest is never served from the cache)."""
+        if recall.rest == "learner":
+            return cls.version
+        return f"{cls.version}+{recall.rest}{RESTS[recall.rest].version}"
 
     def _draft(
         self, prompt: str, rng: random.Random, budget: int, chat: bool, temperature: float
     ) -> str:
-        memory = self._memory
+        memory, rest = self._memory, self.rest
         if choice_options(prompt):
             letter = self._known_choice(prompt, rng, chat)
-            return letter or super()._draft(prompt, rng, budget, chat, temperature)
-        if self._name_answer(prompt) is not None:
-            return super()._draft(prompt, rng, budget, chat, temperature)
+            return letter or rest._draft(prompt, rng, budget, chat, temperature)
+        name = memory._name_answer(prompt)
+        if name is not None:
+            return name
         found = memory._find_pairs(prompt)
         if found and found.question:
             value = self._known_value(found)
             if value is None:
-                return super()._draft(prompt, rng, budget, chat, temperature)
+                return rest._draft(prompt, rng, budget, chat, temperature)
             return _lead(prompt, chat) + value
         match = memory._longest_match(prompt)
         if match and memory._is_csv(prompt, match):
             verbatim = self._verbatim(match, budget)
             if len(verbatim) >= budget or not verbatim:
-                return verbatim or super()._draft(prompt, rng, budget, chat, temperature)
-            rest = super()._draft(prompt + verbatim, rng, budget - len(verbatim), chat, temperature)
-            return verbatim + rest
-        return self._observation(prompt, found, rng) or super()._draft(
+                return verbatim or rest._draft(prompt, rng, budget, chat, temperature)
+            after = rest._draft(prompt + verbatim, rng, budget - len(verbatim), chat, temperature)
+            return verbatim + after
+        return self._observation(prompt, found, rng) or rest._draft(
             prompt, rng, budget, chat, temperature
         )
 
@@ -195,7 +229,7 @@ class PartialOracle(LearnerOracle):
         return text[start : min(end, start + budget)]
 
     def _observation(self, prompt: str, found: _Found | None, rng: random.Random) -> str:
-        """A known row as an observation, or "" when the learner answers."""
+        """A known row as an observation, or "" when the rest answers."""
         table = found.table if found else self._memory._identify(prompt)
         if table is None:
             return ""

@@ -5,8 +5,10 @@ Serving the oracles over real HTTP lets the harness reach them the way it reache
 
 Endpoints: ``GET /v1/models``, ``POST /v1/chat/completions`` and ``POST /v1/completions``, with
 OpenAI's request and response shapes. ``model`` picks the oracle (``oracle-memorizer``,
-``oracle-marginal``, ``oracle-null``, ``oracle-learner``, ``oracle-copula``, or a partial
-memorizer such as ``oracle-partial-random-0.2-s0``: tabmem.llm.oracle.partial). A chat request's
+``oracle-marginal``, ``oracle-null``, ``oracle-learner``, ``oracle-copula``, ``oracle-forest``,
+or a partial memorizer such as ``oracle-partial-random-0.2-s0`` or, answering what it does not
+know with the forest or at chance, ``oracle-partial-random-0.2-s0-forest`` and ``…-chance``:
+tabmem.llm.oracle.partial). A chat request's
 prompt text is its last user message. A name ending in ``+think`` answers as a reasoning model
 served without a reasoning parser: a ``<think>`` block of a few lines, then the oracle's answer,
 with ``stop`` and ``max_tokens`` applied to the whole text as such a server does; ``+reason``
@@ -224,7 +226,8 @@ class OracleServer(LocalServer):
 
     def oracle(self, model: object) -> Oracle | None:
         """The oracle a request's ``model`` names: a fixed one, or a partial memorizer built on
-        its first request (``oracle-partial-random-0.2-s0``); None for an unknown name."""
+        its first request (``oracle-partial-random-0.2-s0``, ``…-s0-chance``); None for an
+        unknown name."""
         if not isinstance(model, str):
             return None
         with self._lock:
