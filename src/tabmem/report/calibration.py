@@ -32,6 +32,7 @@ import pandas as pd
 from tabmem.battery.base import claiming
 from tabmem.errors import TabmemError
 from tabmem.lab.report import lab_cells
+from tabmem.report.dataset_verdicts import DATASET_TEST
 from tabmem.report.power import power_figure, power_tables
 from tabmem.report.rates import evidence_rate, interval_text, share_text
 from tabmem.report.writers import ReportTable, write_figure, write_table
@@ -62,6 +63,12 @@ def claiming_in_order(*claims: str) -> list[str]:
     table order."""
     found = [name for claim in claims for name in claiming(claim)]
     return [t for t in TABLE_ORDER if t in found] + [t for t in found if t not in TABLE_ORDER]
+
+
+def rows_seen_rows() -> list[str]:
+    """The tests of rows seen in table order, then the dataset verdict that combines them
+    (``test: dataset``), measured like a test."""
+    return [*claiming_in_order("rows_seen"), DATASET_TEST]
 
 
 KNOW_NO_ROWS = ("oracle-null", "oracle-marginal", "oracle-learner", "oracle-copula")
@@ -168,7 +175,7 @@ def calibration_frame(cells: pd.DataFrame, tests: Sequence[str] | None = None) -
     positives, each with its interval, counts and the cells with evidence (``tests``: those
     that claim rows seen, unless given)."""
     rows = []
-    for test in claiming_in_order("rows_seen") if tests is None else tests:
+    for test in rows_seen_rows() if tests is None else tests:
         mine = cells[cells["test"] == test]
         if mine.empty:
             continue
@@ -210,8 +217,7 @@ def calibration_tables(runs: pd.DataFrame) -> list[ReportTable]:
     if cells.empty:
         return []
     run_ids = sorted(cells["run_id"])
-    rows_seen = claiming_in_order("rows_seen")
-    return [*calibration_main_tables(cells, run_ids), *power_tables(cells, rows_seen)]
+    return [*calibration_main_tables(cells, run_ids), *power_tables(cells, rows_seen_rows())]
 
 
 def calibration_main_tables(cells: pd.DataFrame, run_ids: list[str]) -> list[ReportTable]:
@@ -233,7 +239,7 @@ def calibration_main_tables(cells: pd.DataFrame, run_ids: list[str]) -> list[Rep
         ReportTable(
             name="calibration_groups",
             title="Calibration: evidence cells / applicable cells per group of cells",
-            frame=group_frame(cells, claiming_in_order("rows_seen", "knowledge")),
+            frame=group_frame(cells, [*rows_seen_rows(), *claiming_in_order("knowledge")]),
             footnotes=[
                 "Tests of knowledge (the last rows) are expected to find the learner and the "
                 "marginal oracle, which know names and distributions; evidence there from the "
@@ -272,7 +278,7 @@ def write_calibration(tracking_uri: str, out: Path) -> list[Path]:
     written = [path for table in tables for path in write_table(table, out)]
     cells = calibration_cells(runs)
     if (cells["role"] == "power").any():
-        written += write_figure(power_figure(cells, claiming_in_order("rows_seen")), "power", out)
+        written += write_figure(power_figure(cells, rows_seen_rows()), "power", out)
     path = out / "calibration_cells.csv"
     cells.to_csv(path, index=False)
     return [*written, path]

@@ -1,7 +1,8 @@
 """One verdict per model × dataset: the tests of rows seen of a run or sweep, combined.
 
 Every finished (or already finished, so skipped) test of rows seen of the same model, file,
-transform and seed joins one dataset verdict (``tabmem.stats.combine``). Each verdict is logged
+transform and seed joins one dataset verdict where a run or sweep ran two or more of them
+(``tabmem.stats.combine``); a single test is its own answer. Each verdict is logged
 as its own MLflow run in the grid's experiment, tagged ``scope: dataset`` and ``test: dataset``,
 with the combined p-value as metric ``p_value``, each combined test's verdict, p-value and
 Holm-adjusted p-value, and the ids of the runs it combined; the same combination of runs is
@@ -29,6 +30,8 @@ from tabmem.tracking.store import TrackingStore
 DATASET_TEST = "dataset"
 """The ``test`` tag of a dataset verdict's run, beside the tests' own names."""
 SCOPE_TAG = "scope"
+MIN_TESTS = 2
+"""A dataset verdict joins at least this many tests of rows seen of one model × file."""
 VERDICT_STYLE = {
     Verdict.EVIDENCE: "bold red",
     Verdict.AMBIGUOUS: "yellow",
@@ -75,7 +78,8 @@ def combine_outcomes(
     outcomes: Sequence[CellOutcome], rule: DatasetRule
 ) -> list[tuple[CellOutcome, DatasetVerdict]]:
     """The dataset verdict of each model × file × transform × seed among ``outcomes`` that ran
-    (or had run) at least one test of rows seen, with one of its outcomes to name it."""
+    (or had run) at least ``MIN_TESTS`` tests of rows seen, with one of its outcomes to name
+    it. A single test is its own answer: its verdict stands alone."""
     rows_seen = set(claiming("rows_seen"))
     groups: dict[str, list[CellOutcome]] = {}
     for outcome in outcomes:
@@ -85,6 +89,7 @@ def combine_outcomes(
     return [
         (members[0], decide_dataset([_as_test(o) for o in members], rule))
         for members in groups.values()
+        if len({o.test for o in members}) >= MIN_TESTS
     ]
 
 
@@ -145,6 +150,7 @@ def log_dataset_verdict(
         metrics[f"p_value.{t.test}"] = float(t.p_value)  # type: ignore[arg-type]
         metrics[f"holm_p.{t.test}"] = verdict.holm[t.test]
     params = {
+        **_cell_params(store, [t.run_id for t in tests if t.run_id]),
         "seed": outcome.seed,
         "dataset_verdict.alpha": rule.alpha,
         "dataset_verdict.weak_alpha": rule.weak_alpha,
@@ -174,6 +180,15 @@ def log_dataset_verdict(
         failed=False,
         description=run_description(verdict.verdict.value, verdict.reason),
     )
+
+
+def _cell_params(store: TrackingStore, run_ids: Sequence[str]) -> dict[str, str]:
+    """The model, dataset and transform parameters of a combined run (not its test's): the
+    dataset verdict's run carries them too, so tables can group it like its tests."""
+    if not run_ids:
+        return {}
+    params = store.client.get_run(run_ids[0]).data.params
+    return {k: v for k, v in params.items() if not k.startswith("test.")}
 
 
 def dataset_table(found: Sequence[DatasetOutcome]) -> Table:

@@ -1,4 +1,5 @@
-"""The test overview: datasets × knowledge and memorization tests, one verdict mark per model."""
+"""The test overview: datasets × the dataset verdict, then the knowledge and memorization tests,
+one verdict mark per model."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import pandas as pd
 
 from tabmem.battery.lifecycle import title_of
 from tabmem.report.cell_text import MARKS, mark, source
+from tabmem.report.dataset_verdicts import DATASET_TEST
 from tabmem.report.fill_commands import NO_RUN, MissingCells
 from tabmem.report.paper_runs import PaperRuns, suite_tests
 from tabmem.report.writers import ReportTable
@@ -19,6 +21,9 @@ def overview_tests() -> dict[str, str]:
     }
 
 
+DATASET_TITLE = "dataset verdict"
+"""The overview's first column: the tests of rows seen of each model × dataset, combined."""
+
 NO_RUN_MARK = f"{NO_RUN}†"
 """No run: ``-`` with a dagger, since a bare ``-`` is the mark of a test that does not apply."""
 
@@ -27,7 +32,7 @@ def overview_table(runs: PaperRuns) -> ReportTable:
     """One row per dataset, one column per test; each cell holds one mark per model."""
     missing = MissingCells(runs.experiment)
     rows, sources = [], []
-    columns = overview_tests()
+    columns = {DATASET_TEST: DATASET_TITLE, **overview_tests()}
     for dataset in runs.datasets:
         row = {"dataset": dataset}
         for test, title in columns.items():
@@ -36,7 +41,8 @@ def overview_table(runs: PaperRuns) -> ReportTable:
                 run = runs.cell(model, dataset, test)
                 if run is None:
                     marks.append(NO_RUN_MARK)
-                    missing.add(model, dataset, f"test={test}", "transform=original")
+                    if test != DATASET_TEST:  # made by the suites' runs, not run by itself
+                        missing.add(model, dataset, f"test={test}", "transform=original")
                     continue
                 marks.append(mark(run))
                 sources.append(source(dataset, title, model, run, mark(run)))
@@ -58,8 +64,10 @@ def _footnotes(runs: PaperRuns, missing: MissingCells) -> list[str]:
     models = ", ".join(runs.models) if runs.models else "(no language model has a run)"
     notes = [
         f"Marks in each cell, in model order: {models}.",
-        f"{legend}. Each test's verdict rule: docs/memorization.md, docs/knowledge.md, "
-        "docs/tests.md.",
+        f"{legend}. The first column is the dataset verdict, the main mark: the tests of rows "
+        "seen of the model and dataset combined (Cauchy combination, Holm's procedure names the "
+        "tests that carry it); the other columns are each test's own verdict. Each rule: "
+        "docs/tests.md, docs/memorization.md, docs/knowledge.md.",
     ]
     if missing:
         notes.append(missing.footnote(NO_RUN_MARK))

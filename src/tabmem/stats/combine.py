@@ -34,13 +34,11 @@ P_FLOOR = 1e-300
 
 def cauchy_combination(p_values: Sequence[float]) -> float:
     """The Cauchy combination of ``p_values`` (equal weights), a p-value in (0, 1]."""
-    if not p_values:
+    if len(p_values) == 0:
         raise ValueError("the Cauchy combination needs at least one p-value")
     clipped = [min(P_CEILING, max(P_FLOOR, float(p))) for p in p_values]
-    terms = []
-    for p in clipped:
-        # tan((0.5 - p) * pi) loses precision for tiny p; 1 / (p * pi) is its limit there.
-        terms.append(1.0 / (p * math.pi) if p < 1e-15 else math.tan((0.5 - p) * math.pi))
+    # tan((0.5 - p) * pi) is cot(p * pi), which keeps its precision for tiny p
+    terms = [math.cos(p * math.pi) / math.sin(p * math.pi) for p in clipped]
     statistic = sum(terms) / len(terms)
     if statistic > 0:  # the same as 0.5 - atan(T) / pi, without cancellation for large T
         return math.atan(1.0 / statistic) / math.pi

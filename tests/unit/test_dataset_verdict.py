@@ -1,0 +1,175 @@
+"""The dataset verdict: the Cauchy combination, Holm's procedure, the rule, and the grouping of
+a grid's outcomes into one verdict per model × file."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tabmem.jobs import CellOutcome
+from tabmem.report.dataset_verdicts import combine_outcomes, dataset_outcomes, rule_of
+from tabmem.results import Verdict
+from tabmem.stats.combine import (
+    P_CEILING,
+    DatasetRule,
+    TestOutcome,
+    cauchy_combination,
+    decide_dataset,
+    holm_adjusted,
+)
+
+RULE = DatasetRule(alpha=0.001, weak_alpha=0.01)
+
+
+def test_one_p_value_combines_to_itself():
+    for p in (1e-12, 1e-4, 0.03, 0.5, 0.9):
+        assert math.isclose(cauchy_combination([p]), p, rel_tol=1e-6)
+
+
+def test_identical_p_values_combine_to_the_same_value():
+    # perfectly dependent tests: k copies of one p-value are worth one test, not k
+    for p in (1e-6, 0.002, 0.2):
+        assert math.isclose(cauchy_combination([p] * 10), p, rel_tol=1e-6)
+
+
+def test_one_strong_test_among_many_weak_costs_about_k():
+    combined = cauchy_combination([1e-6] + [0.5] * 9)
+    assert 0.9e-5 < combined < 1.1e-5
+
+
+def test_a_p_value_of_one_cannot_veto_a_strong_test():
+    assert cauchy_combination([1e-8, 1.0, 1.0]) < 1e-7
+    assert cauchy_combination([1.0, 1.0]) == pytest.approx(P_CEILING)
+
+
+def test_several_moderate_tests_add_up():
+    assert cauchy_combination([0.01] * 3 + [0.02] * 3) < 0.02
+    assert cauchy_combination([0.004, 0.004, 0.004]) < 0.005
+
+
+@pytest.mark.parametrize(
+    ("dependent", "low", "high"), [(False, 0.0085, 0.0115), (True, 0.0095, 0.0135)]
+)
+def test_false_positive_rate_under_the_null_is_near_alpha(dependent, low, high):
+    """10 uniform p-values, independent or equi-correlated (rho 0.8 Gaussian copula):
+    P(combined < 0.01) over 40,000 draws (binomial sd 0.0005). Under strong dependence the
+    combination is slightly liberal: 400,000 draws gave 0.0115 at 0.01 and 0.00115 at 0.001
+    (independent: 0.0104 and 0.00107), which docs/tests.md states."""
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(0)
+    draws = 40_000
+    z = rng.standard_normal((draws, 10))
+    if dependent:
+        z = math.sqrt(0.8) * rng.standard_normal((draws, 1)) + math.sqrt(0.2) * z
+    p = norm.sf(z)
+    rejected = sum(cauchy_combination(row) < 0.01 for row in p)
+    assert low < rejected / draws < high, rejected
+
+
+def test_holm_adjusts_step_down_and_keeps_order():
+    assert holm_adjusted([0.01, 0.04, 0.03, 0.5]) == pytest.approx([0.04, 0.09, 0.09, 0.5])
+    assert holm_adjusted([0.9, 0.8]) == pytest.approx([1.0, 1.0])
+
+
+def test_evidence_names_the_tests_that_carry_it():
+    verdict = decide_dataset(
+        [
+            TestOutcome("row_completion", "evidence", 1e-7, "r1"),
+            TestOutcome("feature_completion", "evidence", 6e-4, "r2"),
+            TestOutcome("first_token", "no_evidence", 0.6, "r3"),
+        ],
+        RULE,
+    )
+    assert verdict.verdict == Verdict.EVIDENCE
+    assert verdict.carried_by == ["row_completion"]  # Holm: 2 * 6e-4 is not below 0.001
+    assert verdict.p_value < 1e-6
+    assert "carried by row_completion" in verdict.reason
+
+
+def test_joint_evidence_without_a_single_carrier_says_so():
+    verdict = decide_dataset([TestOutcome(t, "ambiguous", 6e-4) for t in "abc"], RULE)
+    assert verdict.verdict == Verdict.EVIDENCE and verdict.carried_by == []
+    assert "carried jointly" in verdict.reason
+
+
+def test_ambiguous_and_no_evidence_thresholds():
+    weak = decide_dataset([TestOutcome("a", "ambiguous", 0.004), TestOutcome("b", "x", None)], RULE)
+    assert weak.verdict == Verdict.AMBIGUOUS and weak.left_out == {"b": "verdict x"}
+    none = decide_dataset([TestOutcome("a", "no_evidence", 0.3)], RULE)
+    assert none.verdict == Verdict.NO_EVIDENCE
+
+
+def test_a_rule_test_without_p_value_stands_beside_the_combination():
+    header = TestOutcome("header", "evidence", None, "h")
+    verdict = decide_dataset([header, TestOutcome("row_completion", "no_evidence", 0.4)], RULE)
+    assert verdict.verdict == Verdict.EVIDENCE and verdict.carried_by == ["header"]
+    assert verdict.p_value == pytest.approx(0.4, rel=1e-6)
+    quiet = decide_dataset([TestOutcome("header", "ambiguous", None)], RULE)
+    assert quiet.verdict == Verdict.AMBIGUOUS and quiet.p_value is None
+
+
+def test_nothing_decided_is_not_applicable_with_the_reasons():
+    verdict = decide_dataset(
+        [TestOutcome("header", "not_applicable", None, reason="the file has 3 rows")], RULE
+    )
+    assert verdict.verdict == Verdict.NOT_APPLICABLE
+    assert "the file has 3 rows" in verdict.reason
+
+
+def _outcome(test, group="g1", verdict="no_evidence", p=0.5, status="finished", **kw):
+    return CellOutcome(
+        model=kw.get("model", "m"),
+        dataset=kw.get("dataset", "iris"),
+        test=test,
+        transform="original",
+        status=status,
+        verdict=verdict,
+        run_id=kw.get("run_id", f"run-{test}-{group}"),
+        p_value=p,
+        group=group,
+        message=kw.get("message", ""),
+    )
+
+
+def test_outcomes_group_by_model_file_and_need_two_tests_of_rows_seen():
+    outcomes = [
+        _outcome("row_completion", "g1", "evidence", 1e-9),
+        _outcome("first_token", "g1"),
+        _outcome("feature_names", "g1", p=1e-12),  # a knowledge test: never combined
+        _outcome("row_completion", "g2", model="other"),  # alone on its model: its own answer
+        _outcome("feature_completion", "g2", status="skipped", run_id="", p=None),
+    ]
+    found = combine_outcomes(outcomes, RULE)
+    assert len(found) == 1
+    first, verdict = found[0]
+    assert first.group == "g1" and verdict.verdict == Verdict.EVIDENCE
+    assert {t.test for t in verdict.combined} == {"row_completion", "first_token"}
+
+
+def test_a_failed_test_is_left_out_with_its_error():
+    outcomes = [
+        _outcome("row_completion", p=0.2),
+        _outcome("header", verdict="", p=None, status="failed", message="timeout"),
+    ]
+    [(_, verdict)] = combine_outcomes(outcomes, RULE)
+    assert verdict.left_out == {"header": "failed: timeout"}
+    assert verdict.verdict == Verdict.NO_EVIDENCE
+
+
+def test_without_a_store_nothing_is_logged():
+    found = dataset_outcomes(
+        [_outcome("row_completion", p=1e-9, verdict="evidence"), _outcome("first_token")], RULE
+    )
+    assert [(o.model, o.dataset, o.run_id, o.verdict.verdict) for o in found] == [
+        ("m", "iris", "", Verdict.EVIDENCE)
+    ]
+
+
+def test_rule_from_config_and_defaults():
+    assert rule_of({"dataset_verdict": {"alpha": 0.01, "weak_alpha": 0.05}}) == DatasetRule(
+        0.01, 0.05
+    )
+    assert rule_of(None) == DatasetRule()
