@@ -55,6 +55,8 @@ def test_memory_of_the_rows_still_beats_it():
     result = run(MemorizerOracle([TOWNS]))
     rates = result.tables["feature_rates.json"].set_index("feature")
     assert rates.loc["street", "rate"] == 1.0
-    assert rates.loc["street", "baseline"] < 0.05  # no other row has that street in that town
+    # no street of the town can be inferred from the row itself; the copula, fitted without
+    # the row, names another row's street of the same town on a quarter of the queries
+    assert rates.loc["street", "baseline"] < 0.4
     assert result.verdict is Verdict.EVIDENCE, result.reason
     assert result.records[0].extra["greedy_answer"] != ""

@@ -4,13 +4,14 @@ distribution, which has not read the row, could manage?
 
 For each feature after the first, ``n_per_feature`` queries show the values of the features
 before it in a random real row, as ``Name = value`` lines, and end with ``Feature =``. The answer
-is *valid* when some real row starts with the shown values and has that value next. The baseline
-is what a model without the rows reaches at its best with one of two strategies chosen per
-feature: a draw from the feature's marginal distribution (its chance of being valid is computed
-exactly from the data) or the greedy answer of a nearest-neighbour model of the file fitted
-without the queried row (``tabmem.stats.neighbours``), valid or not, as a model answering at
-temperature 0 would be. The valid answers are tested against that rate by the count rule
-(``tabmem.stats.hits``).
+is *valid* when some real row starts with the shown values and has that value next. Each
+query's baseline is the best chance of a valid answer that any data-only predictor has on it,
+each fitted without the queried row (``tabmem.stats.best_of``): the feature's mode and a draw
+from its distribution, the greedy answer of a nearest-neighbour model of the file
+(``tabmem.stats.neighbours``), the greedy answer and a draw of the Gaussian copula's
+conditional given the shown values, and, as a floor, a draw from the feature's marginal with
+the row counted (its chance computed exactly from the data, the old strategy). The valid
+answers are tested against the mean of those by the count rule (``tabmem.stats.hits``).
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ from tabmem.prompts.observations import (
     row_values,
 )
 from tabmem.results import QueryRecord, TestResult
+from tabmem.stats.best_of import FLOOR, BestOf, ValuePredictors, predictors_of
 from tabmem.stats.hits import HitCount, decide_hits
-from tabmem.stats.neighbours import NeighbourModel
 from tabmem.stats.prefixes import PrefixIndex, wilson
 from tabmem.stats.samples import data_values
 
@@ -173,8 +174,8 @@ def _request(
 
 @dataclass(frozen=True)
 class FeatureRates:
-    """One feature's valid-completion rate, its data-only baseline (the better strategy for it:
-    marginal draws or the greedy answer), the marginal draws' rate alone, and the exact p-value."""
+    """One feature's valid-completion rate, its data-only baseline (the mean of its queries'
+    per-query best), the marginal draws' rate alone, and the exact p-value."""
 
     feature: str
     position: int
@@ -191,23 +192,19 @@ class FeatureRates:
 
 
 def feature_rates(names: list[str], records: list[QueryRecord]) -> list[FeatureRates]:
-    """Per asked feature: the model's rate with a Wilson interval, the data-only baseline with
-    its interval (Wilson for the greedy answers' rate, normal for the marginal draws'), and the
-    exact binomial p-value of as many valid answers against that baseline."""
+    """Per asked feature: the model's rate with a Wilson interval, the data-only baseline (the
+    mean of the per-query best, ``tabmem.stats.best_of``) with a normal interval, and the exact
+    binomial p-value of as many valid answers against that baseline."""
     out = []
     for position in sorted({r.extra["position"] for r in records}):
         mine = [r for r in records if r.extra["position"] == position]
         valid = sum(int(r.score) for r in mine)
         chances = np.array([r.extra["marginal_chance"] for r in mine])
-        greedy = sum(bool(r.extra["greedy_valid"]) for r in mine)
+        best = BestOf.of([r.extra["baseline_chances"] for r in mine]).per_query
         interval = wilson(valid, len(mine))
-        if greedy / len(mine) >= chances.mean():
-            by_greedy = wilson(greedy, len(mine))
-            baseline, low, high = by_greedy.rate, by_greedy.low, by_greedy.high
-        else:
-            spread = 1.96 * chances.std(ddof=1) / np.sqrt(len(mine)) if len(mine) > 1 else 0.0
-            baseline = float(chances.mean())
-            low, high = max(0.0, baseline - spread), min(1.0, baseline + spread)
+        spread = 1.96 * best.std(ddof=1) / np.sqrt(len(mine)) if len(mine) > 1 else 0.0
+        baseline = float(best.mean())
+        low, high = max(0.0, baseline - spread), min(1.0, baseline + spread)
         out.append(
             FeatureRates(
                 feature=names[position],
@@ -261,11 +258,12 @@ def _rates_table(rates: list[FeatureRates]) -> pd.DataFrame:
 @dataclass(frozen=True)
 class PrefixFacts:
     """The file's features and rows as the scoring reads them: which continuations are valid,
-    their marginal chance, and the greedy answer of a model fitted without the queried row."""
+    their marginal chance, and the data-only predictors, each answering without the queried
+    row."""
 
     names: list[str]
     index: PrefixIndex
-    model: NeighbourModel
+    predictors: ValuePredictors
 
 
 def shown_pairs(prefix: str) -> tuple[list[tuple[str, str]], str] | None:
@@ -316,7 +314,7 @@ class ConditionalCompletion(Rescorable[Asked, PrefixFacts]):
         if len(names) < 2:
             return TestResult.not_applicable(self.name, "the dataset has fewer than two features")
         rows = data_values(ctx.dataset)
-        return PrefixFacts(names, PrefixIndex(rows), NeighbourModel(rows))
+        return PrefixFacts(names, PrefixIndex(rows), predictors_of(ctx.dataset))
 
     def locate(self, ctx: TestContext, recorded: Recorded) -> Asked | str:
         """The question a recorded line asked: ``Name = value`` lines of the file's first
@@ -360,11 +358,14 @@ class ConditionalCompletion(Rescorable[Asked, PrefixFacts]):
         asked_for = names[question.position]
         given = "" if response.error else read_value(response.text, asked_for, names)
         valid = bool(given) and facts.index.is_valid(question.prefix, given)
-        greedy = facts.model.greedy(
-            question.position, dict(enumerate(question.prefix)), exclude=[question.row]
+        shown = dict(enumerate(question.prefix))
+        greedy = facts.predictors.neighbours.greedy(
+            question.position, shown, exclude=[question.row]
         )
         greedy_valid = bool(greedy) and facts.index.is_valid(question.prefix, greedy)
         chance = facts.index.marginal_chance(question.prefix)
+        followers = facts.index.followers(question.prefix)
+        chances = facts.predictors.chances(question.position, shown, question.row, followers)
         return QueryRecord(
             prompt=answer.prompt,
             expected=question.truth,
@@ -379,6 +380,7 @@ class ConditionalCompletion(Rescorable[Asked, PrefixFacts]):
                 "marginal_chance": chance,
                 "greedy_answer": greedy,
                 "greedy_valid": greedy_valid,
+                "baseline_chances": {**chances, FLOOR: chance},
             },
         )
 
@@ -398,10 +400,13 @@ def _result(
     """Valid answers against the data-only baseline, per feature and overall; the verdict."""
     p = ctx.params
     rates = feature_rates(names, records)
-    baseline = sum(r.baseline * r.n for r in rates) / len(records) if records else 0.0
-    test = HitCount(sum(int(r.score) for r in records), len(records), baseline)
+    best = BestOf.of([r.extra["baseline_chances"] for r in records])
+    test = HitCount(sum(int(r.score) for r in records), len(records), best.rate)
     decision = decide_hits(
-        "valid completions over the data-only baseline", test, count_rule(p), test.p_value
+        f"valid completions over the data-only baseline ({best.sentence()})",
+        test,
+        count_rule(p),
+        test.p_value,
     )
     reason = (
         f"{test.rate:.0%} of completions are valid against {test.baseline:.0%} for a model of "
@@ -421,6 +426,7 @@ def _result(
         metrics={
             **wording_figures(context),
             **count_metrics(test),
+            **best.metrics(),
             "features_asked": len(rates),
             "features_significant": sum(r.p_value < p.alpha for r in rates),
             "marginal_rate": float(np.mean([r.extra["marginal_chance"] for r in records]))
@@ -436,10 +442,13 @@ def _result(
         info={
             "evidence_rule": (
                 f"valid answers beyond the data-only baseline, exact binomial p < {p.alpha} "
-                f"from at least {p.min_hits} valid answers; the baseline is, per feature, the "
-                "better of marginal draws and the greedy answers of a nearest-neighbour model "
-                "of the file fitted without the queried row"
+                f"from at least {p.min_hits} valid answers; the baseline is, per query, the "
+                "best chance of a valid answer of any data-only predictor (mode, marginal draw, "
+                "nearest neighbours, the copula's conditional greedy or drawn, each fitted "
+                "without the queried row; the marginal draw with the row counted as a floor), "
+                "averaged over the queries"
             ),
+            "baseline_set_by": best.leader(),
             "prompt_form": ctx.prompt_form,
         },
         records=records,
