@@ -126,6 +126,7 @@ def log_store(outputs: Path) -> Store:
         )
         for test in KNOWLEDGE:
             s.log(model, "iris", test, verdict)
+        s.log(model, "iris", "dataset", verdict, metrics={"p_value": 1e-9})  # combined
     s.log("oracle-null", "iris", "row_completion", failed=True)  # a failed re-run: ignored
     pairs = pd.DataFrame(
         {
@@ -285,7 +286,11 @@ def test_overview_marks_follow_model_order_and_the_newest_run(built):
     # dataset name, sample or conditional completion run, wine none at all
     assert "`python run.py -m model=gpt-x,oracle-null dataset=iris,wine,titanic," in text
     assert "test=dataset_name,sample,conditional_completion,feature_names," in text
+    # the dataset verdict first (where it has no run, the fill command does not name it)
+    assert cell(frame, "dataset verdict", dataset="iris") == "✓ ✗"
+    assert cell(frame, "dataset verdict", dataset="wine") == "-† -†"
     assert list(frame.columns)[1:] == [
+        "dataset verdict",
         "feature names",
         "dataset name",
         "feature values",
