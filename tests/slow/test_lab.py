@@ -41,9 +41,11 @@ def test_minimal_lab_finds_the_planted_file_and_no_held_out_one(tmp_path):
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("lab-minimal")
     runs = client.search_runs([experiment.experiment_id])
-    # 3 checkpoints x 4 datasets x 4 tests (conf/test/lab_tests.yaml), and the report run
-    assert len(runs) == 48 + 1
-    assert set(table["test"]) == {"header", "row_completion", "first_token", "min_k_prob"}
+    # 3 checkpoints x 4 datasets x 4 tests (conf/test/lab_tests.yaml), a dataset verdict per
+    # checkpoint and dataset, and the report run
+    assert len(runs) == 48 + 12 + 1
+    tests = {"header", "row_completion", "first_token", "min_k_prob", "dataset"}
+    assert set(table["test"]) == tests
     for test, part in table.groupby("test"):
         held = part[part["group"] == "held out"].iloc[0]
         assert held["detected"] == 0, test  # no test cries wolf on a file the model never read

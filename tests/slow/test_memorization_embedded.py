@@ -50,7 +50,8 @@ def swept(tmp_path_factory):
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("memorization-embedded")
     runs = client.search_runs([experiment.experiment_id], max_results=100)
-    return {(r.data.tags["model"], r.data.tags["test"]): r for r in runs}, client, outputs
+    members = [r for r in runs if r.data.tags.get("scope") != "dataset"]
+    return {(r.data.tags["model"], r.data.tags["test"]): r for r in members}, client, outputs
 
 
 def download(client, run, name, outputs):

@@ -172,15 +172,14 @@ def print_summary(
     experiment: str,
     console: Console | None = None,
     verdicts: Sequence[DatasetOutcome] = (),
-) -> dict[str, int]:
+) -> None:
     """The summary table, the dataset verdicts, the failures spelled out, and where MLflow
-    keeps the runs; the count of cells by status."""
+    keeps the runs."""
     console = console or Console(width=None if sys.stdout.isatty() else 140)
     outcomes = read_outcomes(folder)
-    counts = {s: sum(o["status"] == s for o in outcomes) for s in STATUS_STYLE}
     if not outcomes:
         console.print(f"No cell outcomes under {folder}.")
-        return counts
+        return
     console.print(summary_table(outcomes))
     if verdicts:
         from tabmem.report.dataset_verdicts import dataset_table
@@ -191,35 +190,32 @@ def print_summary(
             console.print(
                 f"[bold red]failed[/] {o['model']} | {o['dataset']} | {o['test']}: {o['message']}"
             )
+    counts = {s: sum(o["status"] == s for o in outcomes) for s in STATUS_STYLE}
     console.print(spend_line(outcomes))
     console.print(
         f"{counts['finished']} finished, {counts['skipped']} skipped, {counts['failed']} failed. "
         f"MLflow runs: experiment '{experiment}' in {tracking_uri} (browse them with: make ui)."
     )
-    return counts
 
 
 class SummaryCallback(Callback):
     """Hydra callback: after a single run or a whole sweep, log the dataset verdicts and print
-    the summary; a sweep with a failed cell then exits with status 1 (a single run does so in
-    ``run.py``)."""
+    the summary."""
 
     def on_run_end(self, config: Any, **kwargs: Any) -> None:
         self._print(Path(config.hydra.run.dir), config)
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
-        counts = self._print(Path(config.hydra.sweep.dir), config)
-        if counts.get("failed"):
-            sys.exit(1)
+        self._print(Path(config.hydra.sweep.dir), config)
 
     @staticmethod
-    def _print(folder: Path, config: Any) -> dict[str, int]:
+    def _print(folder: Path, config: Any) -> None:
         from tabmem.report.dataset_verdicts import combine_outcomes, dataset_outcomes, rule_of
         from tabmem.tracking.store import TrackingStore, tracking_uri
 
         if config.get("dry_run"):
             print_plan(folder)
-            return {}
+            return
         outputs = Path(str(config.outputs_dir)).expanduser().resolve()
         outcomes = [CellOutcome(**o) for o in read_outcomes(folder)]
         verdicts: list[DatasetOutcome] = []
@@ -230,4 +226,4 @@ class SummaryCallback(Callback):
             )
             verdicts = dataset_outcomes(outcomes, rule_of(config), store)
         uri = store.uri if store else tracking_uri(config.tracking.uri, outputs)
-        return print_summary(folder, uri, str(config.experiment), verdicts=verdicts)
+        print_summary(folder, uri, str(config.experiment), verdicts=verdicts)
