@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import yaml
@@ -42,25 +43,15 @@ def run(test: str, oracle) -> object:
     return get_test(test)(TestContext(VALLEYS, model, {**params, "n_queries": 30}, seed=0))
 
 
-def test_the_learner_beats_chance_but_not_the_data_only_rule() -> None:
-    result = run("completion_choice", LearnerOracle([VALLEYS]))
-    assert result.rate >= 0.6  # far above chance 0.2: evidence under the old rule
-    assert result.metrics["chance_p_value"] < 0.001
-    assert result.metrics["data_rule_rate"] >= 0.6
-    assert result.verdict is Verdict.NO_EVIDENCE, result.reason
-
-
-def test_the_memorizer_still_beats_it() -> None:
-    result = run("completion_choice", MemorizerOracle([VALLEYS]))
-    assert result.rate >= 0.9
-    assert result.verdict is Verdict.EVIDENCE, result.reason
-
-
-def test_existence_too_compares_with_the_record_the_rule_picks() -> None:
-    learned = run("existence", LearnerOracle([VALLEYS]))
-    assert learned.metrics["chance_p_value"] < 1e-9  # 23 of 30: far above chance
-    assert learned.rate <= learned.baseline  # and no better than the rule
-    assert learned.verdict is Verdict.NO_EVIDENCE, learned.reason
-    recalled = run("existence", MemorizerOracle([VALLEYS]))
-    assert recalled.rate == 1.0
-    assert recalled.verdict is Verdict.EVIDENCE, recalled.reason
+def test_a_file_the_copula_rule_answers_leaves_no_room_for_either_probe() -> None:
+    # the village follows the valley and the altitude the village: the copula of the file,
+    # without the asked record, picks the real option on 0.944 of the questions of either
+    # probe (the nearest-neighbour rule 0.633 and 0.767), so even 30 right answers of 30
+    # cannot beat the per-question best of the rules; the learner (23 of 30 on existence,
+    # far above chance) used to be compared with the nearest-neighbour rule alone
+    for test in ("completion_choice", "existence"):
+        for oracle in (LearnerOracle, MemorizerOracle):
+            result = run(test, oracle([VALLEYS]))
+            assert result.verdict is Verdict.NOT_APPLICABLE, result.reason
+            rate = re.search(r"right at a rate of ([0-9.]+)", result.reason)
+            assert rate is not None and float(rate.group(1)) >= 0.9, result.reason

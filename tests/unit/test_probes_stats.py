@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 
 from tabmem.results import Verdict
+from tabmem.stats.best_of import BestOf, choice_chances
 from tabmem.stats.hits import CountRule, HitCount, unreachable_reason
 from tabmem.stats.probes import (
     ChoiceSummary,
@@ -16,7 +17,6 @@ from tabmem.stats.probes import (
     entropy_bits,
     frequency_rule_hit,
     log_frequency,
-    question_baseline,
 )
 
 
@@ -71,6 +71,10 @@ def test_summary_p_value_is_the_binomial_tail_at_chance() -> None:
     assert high == 1.0 and low == pytest.approx(0.025 ** (1 / 10))
 
 
+def chances(questions):
+    return [{**choice_chances({"rule": s}, c), "chance": 0.2} for s, c in questions]
+
+
 def test_verdicts_compare_the_accuracy_with_the_best_data_only_rule() -> None:
     rule = CountRule(alpha=0.001, weak_alpha=0.01, min_hits=3)
     # 4 questions cannot reach p < 0.001 at chance 0.2: 0.2^4 = 0.0016; 5 can: 0.00032
@@ -79,8 +83,9 @@ def test_verdicts_compare_the_accuracy_with_the_best_data_only_rule() -> None:
     assert "min_hits=3" in unreachable_reason(2, 0.01, rule, "x")
     # the rule right on 10 of 40 questions, all with one option scored best
     questions = [([1.0, 0.0, 0.0, 0.0, 0.0], 0)] * 10 + [([0.0, 1.0, 0.0, 0.0, 0.0], 0)] * 30
-    assert question_baseline(questions, 5) == pytest.approx(0.25)
-    assert question_baseline(questions[10:], 5) == pytest.approx(0.2)  # chance when higher
+    # per question the better of chance and the rule: 10 questions at 1, 30 at chance
+    assert BestOf.of(chances(questions)).rate == pytest.approx(0.4)
+    assert BestOf.of(chances(questions[10:])).rate == pytest.approx(0.2)  # chance when higher
     right = HitCount(40, 40, 0.25)
     assert choice_verdict(ChoiceSummary(40, 40, 5), right, rule)[0] == Verdict.EVIDENCE
     # right exactly where the data-only rule is right: what a model without the rows reaches

@@ -2,7 +2,6 @@
 
 import random
 
-import numpy as np
 import pytest
 
 from tabmem.stats.best_of import (
@@ -12,7 +11,7 @@ from tabmem.stats.best_of import (
     NEIGHBOURS,
     BestOf,
     ValuePredictors,
-    tie_share,
+    choice_chances,
 )
 
 
@@ -73,19 +72,11 @@ def test_a_value_the_other_features_give_away_is_predicted_without_the_row():
     assert chances[DRAW] == pytest.approx(9 / 59)
 
 
-def test_the_options_rules_split_ties_and_prefer_the_consistent_record():
+def test_the_copula_prefers_the_consistent_record_and_ties_are_split():
     rows = coded_rows()
     predictors = ValuePredictors(rows)
     record = {0: rows[3][0], 1: rows[3][1]}
     options = [{**record, 2: value} for value in ("v0", "v1", "v2", "v3", "v4")]
-    chances = predictors.option_chances(options, [[2]] * 5, 0, 3)
-    # every value is as frequent as the others: the frequency rule is a five-way tie
-    assert chances[MODE] == pytest.approx(1 / 5)
-    assert chances[NEIGHBOURS] == 1.0
-    assert chances[COPULA] == 1.0
-
-
-def test_tie_share():
-    assert tie_share([1.0, 1.0, 0.0], 0) == 0.5
-    assert tie_share([1.0, 2.0, 0.0], 0) == 0.0
-    assert tie_share(np.array([3.0, 2.0]), 0) == 1.0
+    copula = predictors.copula_scores(options, [[2]] * 5, 3)
+    chances = choice_chances({"copula": copula, "flat": [0.0] * 5}, 0)
+    assert chances == {"copula": 1.0, "flat": pytest.approx(1 / 5)}

@@ -31,13 +31,13 @@ from tabmem.prompts.fewshot import fit_to_context
 from tabmem.prompts.observations import dataset_title
 from tabmem.prompts.probe_records import ValueTable
 from tabmem.results import QueryRecord, TestResult
+from tabmem.stats.best_of import COPULA, FLOOR, MODE, NEIGHBOURS, BestOf, choice_chances
 from tabmem.stats.hits import HitCount, unreachable_reason
 from tabmem.stats.probes import (
     ChoiceSummary,
     attribute_pool,
     choice_verdict,
     frequency_rule_hit,
-    question_baseline,
 )
 from tabmem.stats.pvalues import binomial_greater
 
@@ -48,8 +48,9 @@ FAILED = "failed"
 @dataclass(frozen=True)
 class ChoiceQuestion:
     """One question: the user text (options included), the options, the right one, and each
-    option's score under the frequency rule (``tabmem.stats.probes``) and under the data-only
-    rule (a nearest-neighbour model of the file without the asked record)."""
+    option's score under the frequency rule (``tabmem.stats.probes``), the data-only rule (a
+    nearest-neighbour model of the file without the asked record) and the copula rule (the
+    file's Gaussian copula without it)."""
 
     text: str
     options: tuple[Option, ...]
@@ -57,6 +58,15 @@ class ChoiceQuestion:
     frequency_scores: tuple[float, ...]
     rule_scores: tuple[float, ...]
     extra: dict[str, Any] = field(default_factory=dict)
+    copula_scores: tuple[float, ...] = ()
+
+    def chances(self, n_options: int) -> dict[str, float]:
+        """Each data-only rule's chance of picking the right option, and chance itself: the
+        question's baseline is the best of them (``tabmem.stats.best_of``)."""
+        scores = {MODE: self.frequency_scores, NEIGHBOURS: self.rule_scores}
+        if self.copula_scores:
+            scores[COPULA] = self.copula_scores
+        return {**choice_chances(scores, self.correct), FLOOR: 1.0 / n_options}
 
 
 @dataclass(frozen=True)
@@ -169,7 +179,7 @@ class ChoiceProbe(Lifecycle[ChoiceQuestion, ProbeFacts]):
         questions, metrics = self.questions(ctx, table, pool, n_changed)
         if not questions:
             return TestResult.not_applicable(self.name, self.none_drawn, info=info)
-        baseline = question_baseline([(q.rule_scores, q.correct) for q in questions], n_options)
+        baseline = BestOf.of([q.chances(n_options) for q in questions]).rate
         cannot = unreachable_reason(len(questions), baseline, count_rule(p), "the right option")
         if cannot:
             return TestResult.not_applicable(self.name, cannot, info=info)
@@ -215,6 +225,7 @@ class ChoiceProbe(Lifecycle[ChoiceQuestion, ProbeFacts]):
                     question.frequency_scores, question.correct
                 ),
                 "rule_hit": frequency_rule_hit(question.rule_scores, question.correct),
+                "baseline_chances": question.chances(len(question.options)),
             },
         )
 
@@ -253,8 +264,10 @@ def _result(
     hits = sum(int(r.score) for r in records)
     summary = ChoiceSummary(hits, len(records), n_options)
     data_rule_rate = sum(r.extra["rule_hit"] for r in records) / summary.n
-    count = HitCount(hits, summary.n, max(summary.chance, data_rule_rate))
+    best = BestOf.of([r.extra["baseline_chances"] for r in records])
+    count = HitCount(hits, summary.n, best.rate)
     verdict, reason = choice_verdict(summary, count, count_rule(p))
+    reason = f"{reason} (baseline: {best.sentence()})"
     picked = Counter(r.extra["picked"] for r in records if r.extra["picked"])
     parsed = sum(picked.values())
     rules = Counter(r.extra["parse_rule"] for r in records)
@@ -277,6 +290,7 @@ def _result(
             "frequency_rule_rate": rule_rate,
             "frequency_rule_p_value": binomial_greater(hits, summary.n, rule_rate),
             "data_rule_rate": data_rule_rate,
+            **best.metrics(),
             "chance_p_value": summary.p_value,
             "top_letter_share": max(picked.values()) / parsed if parsed else 0.0,
             "queries_skipped_context": skipped,
@@ -284,11 +298,13 @@ def _result(
         info={
             **info,
             "evidence_rule": (
-                f"accuracy above the baseline — the better of chance 1/{n_options} and the "
-                "accuracy of a nearest-neighbour model of the file, each question answered "
-                f"without its record — with an exact binomial p < {p.alpha:g} from at least "
-                f"{p.min_hits} right answers"
+                f"accuracy above the baseline — per question the best of chance 1/{n_options} "
+                "and the chance of each data-only rule (frequencies, a nearest-neighbour model "
+                "and the Gaussian copula of the file, each without the asked record) to pick "
+                "the right option, averaged over the questions — with an exact binomial "
+                f"p < {p.alpha:g} from at least {p.min_hits} right answers"
             ),
+            "baseline_set_by": best.leader(),
             "prompt_form": ctx.prompt_form,
             "parse_rules": dict(rules),
         },

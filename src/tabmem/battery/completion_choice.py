@@ -22,7 +22,7 @@ from tabmem.battery.choice_probe import (
 from tabmem.battery.lifecycle import register_lifecycle
 from tabmem.prompts.choices import Option, option_block
 from tabmem.prompts.probe_records import ValueTable, candidates, hidden_attributes
-from tabmem.stats.neighbours import NeighbourModel
+from tabmem.stats.best_of import ValuePredictors, predictors_for
 from tabmem.stats.probes import log_frequency
 
 
@@ -39,7 +39,7 @@ TEST = "completion_choice"
 
 def _question(
     table: ValueTable,
-    model: NeighbourModel,
+    predictors: ValuePredictors,
     row: int,
     attribute: int,
     hidden: list[int],
@@ -52,9 +52,9 @@ def _question(
     options = [Option(f"{name} = {v}", v) for v in values]
     scores = [log_frequency(table.counts[attribute], v) for v in values]
     shown = {j: v for j, v in enumerate(table.rows[row]) if j not in hidden}
-    rule = model.choice_scores(
-        [{**shown, attribute: v} for v in values], [[attribute]] * len(values), exclude=[row]
-    )
+    records = [{**shown, attribute: v} for v in values]
+    rule = predictors.neighbours.choice_scores(records, [[attribute]] * len(values), exclude=[row])
+    copula = predictors.copula_scores(records, [[attribute]] * len(values), row)
     shuffled = shuffle_options(options, scores, rng)
     text = p.question.format(
         source=source,
@@ -70,7 +70,13 @@ def _question(
         "true_value": values[0],
     }
     return ChoiceQuestion(
-        text, shuffled.options, shuffled.correct, shuffled.scores, shuffled.reorder(rule), extra
+        text,
+        shuffled.options,
+        shuffled.correct,
+        shuffled.scores,
+        shuffled.reorder(rule),
+        extra,
+        shuffled.reorder(copula),
     )
 
 
@@ -84,7 +90,7 @@ def completion_questions(
 ) -> tuple[list[ChoiceQuestion], int]:
     """Up to ``n_queries`` questions over records drawn without replacement, and how many
     candidate draws were dropped (five values not all distinct and non-empty)."""
-    model = NeighbourModel(table.rows)
+    predictors = predictors_for(table.rows)
     n_queries, k = p.n_queries, p.n_options - 1
     questions: list[ChoiceQuestion] = []
     dropped = 0
@@ -98,7 +104,7 @@ def completion_questions(
                 dropped += 1
                 continue
             questions.append(
-                _question(table, model, row, attribute, hidden, values, p, source, rng)
+                _question(table, predictors, row, attribute, hidden, values, p, source, rng)
             )
     return questions, dropped
 

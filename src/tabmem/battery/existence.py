@@ -23,7 +23,7 @@ from tabmem.battery.choice_probe import (
 from tabmem.battery.lifecycle import register_lifecycle
 from tabmem.prompts.choices import Option, option_block
 from tabmem.prompts.probe_records import ValueTable, altered_copies, hidden_attributes
-from tabmem.stats.neighbours import NeighbourModel
+from tabmem.stats.best_of import ValuePredictors, predictors_for
 from tabmem.stats.probes import log_frequency
 
 
@@ -39,7 +39,7 @@ TEST = "existence"
 
 def _question(
     table: ValueTable,
-    model: NeighbourModel,
+    predictors: ValuePredictors,
     row: int,
     changed: list[int],
     copies: list[tuple[str, ...]],
@@ -51,14 +51,20 @@ def _question(
     options = [Option(table.text(v)) for v in versions]
     scores = [sum(log_frequency(table.counts[j], v[j]) for j in changed) for v in versions]
     every = list(range(len(table.names)))
-    rule = model.choice_scores(
-        [dict(enumerate(v)) for v in versions], [every] * len(versions), exclude=[row]
-    )
+    records = [dict(enumerate(v)) for v in versions]
+    rule = predictors.neighbours.choice_scores(records, [every] * len(versions), exclude=[row])
+    copula = predictors.copula_scores(records, [every] * len(versions), row)
     shuffled = shuffle_options(options, scores, rng)
     text = p.question.format(source=source, options=option_block(shuffled.options))
     extra = {"row": row + 1, "changed": [table.names[j] for j in changed]}
     return ChoiceQuestion(
-        text, shuffled.options, shuffled.correct, shuffled.scores, shuffled.reorder(rule), extra
+        text,
+        shuffled.options,
+        shuffled.correct,
+        shuffled.scores,
+        shuffled.reorder(rule),
+        extra,
+        shuffled.reorder(copula),
     )
 
 
@@ -73,7 +79,7 @@ def existence_questions(
     """Up to ``n_queries`` questions on records drawn without replacement, and how many draws
     were dropped (values not all distinct, or a copy that is a row of the file)."""
     n_queries, k = p.n_queries, p.n_options - 1
-    model = NeighbourModel(table.rows)
+    predictors = predictors_for(table.rows)
     questions: list[ChoiceQuestion] = []
     dropped = 0
     for row in rng.sample(range(len(table.rows)), len(table.rows)):
@@ -84,7 +90,7 @@ def existence_questions(
         if copies is None:
             dropped += 1
             continue
-        questions.append(_question(table, model, row, changed, copies, p, source, rng))
+        questions.append(_question(table, predictors, row, changed, copies, p, source, rng))
     return questions, dropped
 
 

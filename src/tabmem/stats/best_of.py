@@ -35,6 +35,7 @@ from tabmem.data.copula_conditional import CopulaConditionals
 from tabmem.data.dataset import Dataset
 from tabmem.data.values import normalize_value
 from tabmem.stats.neighbours import NeighbourModel
+from tabmem.stats.probes import frequency_rule_hit
 from tabmem.stats.uniqueness import text_columns
 
 MODE = "mode"
@@ -188,48 +189,35 @@ class ValuePredictors:
             out[COPULA_DRAW] = float(probabilities[codes].sum()) / total if codes else 0.0
         return out
 
-    def option_chances(
-        self,
-        options: Sequence[Mapping[int, str]],
-        scored: Sequence[Collection[int]],
-        correct: int,
-        row: int,
-    ) -> dict[str, float]:
-        """For a multiple-choice question (the options as full records, each scored on its
-        ``scored`` columns, ``correct`` the real one): each rule's chance of picking it, ties
-        split evenly. The rules pick the largest sum of log frequencies (``mode``), of the
-        nearest-neighbour model's log scores, or of the copula's conditional log probabilities
-        (each value given the option's other values), all without data row ``row``."""
-        frequency = [
-            sum(np.log(self.counts[j].get(normalize_value(o[j]), 0) + 1.0) for j in mine)
-            for o, mine in zip(options, scored, strict=True)
-        ]
-        neighbours = self.neighbours.choice_scores(options, scored, exclude=[row])
+    def copula_scores(
+        self, options: Sequence[Mapping[int, str]], scored: Sequence[Collection[int]], row: int
+    ) -> list[float]:
+        """For a multiple-choice question (each option a full record, scored on its ``scored``
+        columns): each option's sum of the copula's conditional log probabilities of those
+        values given the option's other values, without data row ``row``."""
         known = self.copula
-        copula = [
+        return [
             sum(
                 known.evidence({i: v for i, v in o.items() if i != j}, [row]).log_prob(j, o[j])
                 for j in mine
             )
             for o, mine in zip(options, scored, strict=True)
         ]
-        return {
-            MODE: tie_share(frequency, correct),
-            NEIGHBOURS: tie_share(neighbours, correct),
-            COPULA: tie_share(copula, correct),
-        }
+
+
+def choice_chances(scores: Mapping[str, Sequence[float]], correct: int) -> dict[str, float]:
+    """Each rule's chance of picking option ``correct`` by its highest score (``scores``: rule
+    -> one score per option), ties split evenly."""
+    return {name: frequency_rule_hit(mine, correct) for name, mine in scores.items()}
+
+
+def predictors_of(dataset: Dataset) -> ValuePredictors:
+    """The value predictors of a dataset's rows as text."""
+    return predictors_for(tuple(zip(*text_columns(dataset).values(), strict=True)))
 
 
 @lru_cache(maxsize=4)
-def predictors_of(dataset: Dataset) -> ValuePredictors:
-    """The value predictors of a dataset's rows as text (fitted once per dataset and process:
-    the copula takes seconds on the larger files)."""
-    columns = text_columns(dataset)
-    return ValuePredictors([list(row) for row in zip(*columns.values(), strict=True)])
-
-
-def tie_share(scores: Sequence[float], correct: int) -> float:
-    """The chance of picking ``correct`` by the highest score, ties broken at random."""
-    best = max(scores)
-    tied = [i for i, s in enumerate(scores) if np.isclose(s, best, rtol=0, atol=1e-12)]
-    return 1.0 / len(tied) if correct in tied else 0.0
+def predictors_for(rows: tuple[tuple[str, ...], ...]) -> ValuePredictors:
+    """The value predictors of these rows, fitted once per process (the copula takes seconds
+    on the larger files)."""
+    return ValuePredictors(rows)

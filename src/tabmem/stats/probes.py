@@ -12,10 +12,13 @@ about, what a model that knows only the marginal distributions would score, and 
   (``NeighbourModel.choice_scores``): what knowledge of the joint distribution buys. Real
   records are more plausible than records with values from other rows, so this rule beats
   chance on most files without having seen any record asked about.
+- The *copula rule* picks the option the Gaussian copula of the file, fitted without the asked
+  record, finds most likely (``ValuePredictors.copula_scores`` in ``tabmem.stats.best_of``).
 - The verdict compares the accuracy with what a model without the records reaches at its
-  best: the better of chance 1 / (number of options) and the data-only rule's expected accuracy
-  on the questions asked (the exact binomial tail and the count rule of ``tabmem.stats.hits``);
-  the binomial p-value against chance alone is kept as a figure.
+  best, per question (``tabmem.stats.best_of``): the best of chance 1 / (number of options)
+  and each rule's chance of picking the right option there, averaged over the questions asked
+  (the exact binomial tail and the count rule of ``tabmem.stats.hits``); the binomial p-value
+  against chance alone is kept as a figure.
 """
 
 from __future__ import annotations
@@ -90,18 +93,9 @@ class ChoiceSummary:
         return clopper_pearson(self.hits, self.n)
 
 
-def question_baseline(questions: Sequence[tuple[Sequence[float], int]], n_options: int) -> float:
-    """The baseline of questions given as (the data-only rule's option scores, the right
-    option): the better of chance and the rule's expected accuracy over them."""
-    if not questions:
-        return 1.0 / n_options
-    rule = sum(frequency_rule_hit(scores, correct) for scores, correct in questions)
-    return max(1.0 / n_options, rule / len(questions))
-
-
 def choice_verdict(summary: ChoiceSummary, count: HitCount, rule: CountRule) -> tuple[Verdict, str]:
     """``evidence`` when the accuracy beats the baseline by the count rule (whether that can
     happen at all is checked before asking)."""
-    what = f"right options (chance {summary.chance:.2f}, or the data-only rule where higher)"
+    what = f"right options (chance {summary.chance:.2f}, or the data-only rules where higher)"
     decision = decide_hits(what, count, rule, count.p_value)
     return decision.verdict, decision.reason
