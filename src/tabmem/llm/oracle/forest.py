@@ -62,8 +62,8 @@ BOOTSTRAP_ROWS = 1000
 """Each tree is grown on a bootstrap sample of at most this many rows (fits stay fast)."""
 SUPPORT_ROWS = 4000
 """A fold's training rows beyond this many are sampled down (seeded): what its forests see."""
-SPLIT_CLASSES = 100
-"""A classifier splits on its column's 100 most frequent values; the rarer share one class
+SPLIT_CLASSES = 30
+"""A classifier splits on its column's 30 most frequent values; the rarer share one class
 (its answers still read every value off the leaves' rows)."""
 SMOOTHING = 0.01
 """An option's value probability is mixed with 1 % of its add-one frequency among the rows."""
