@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from tabmem.errors import TabmemError
 from tabmem.report.writers import markdown
 from tabmem.rescore.cli import data_paths, summary
-from tabmem.rescore.folder import rescore_folder
-from tabmem.rescore.marks import PaperMarks, comparison, default_marks
+from tabmem.rescore.folder import folder_dataset_verdicts, rescore_folder
+from tabmem.rescore.marks import PaperMarks, comparison, dataset_comparison, default_marks
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,17 +50,18 @@ def main(argv: list[str] | None = None) -> int:
             outputs_dir=args.outputs_dir,
             force=args.force,
         )
+        verdicts = folder_dataset_verdicts(outcomes, args.experiment, args.outputs_dir)
     except TabmemError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    table = comparison(outcomes, marks)
     out = args.out or args.outputs_dir / "published"
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{table.name}.md").write_text(markdown(table), encoding="utf-8")
-    table.frame.to_csv(out / f"{table.name}.csv", index=False)
     print(summary(outcomes), end="")
-    flagged = int((table.frame["disagrees"] == "yes").sum())
-    print(f"{flagged} verdicts disagree with the paper's marks; wrote {out / table.name}.md, .csv")
+    for table in (comparison(outcomes, marks), dataset_comparison(verdicts, outcomes, marks)):
+        (out / f"{table.name}.md").write_text(markdown(table), encoding="utf-8")
+        table.frame.to_csv(out / f"{table.name}.csv", index=False)
+        flagged = int((table.frame["disagrees"] == "yes").sum())
+        print(f"{table.title}: {flagged} disagree with the paper; wrote {out / table.name}.md")
     return 0
 
 

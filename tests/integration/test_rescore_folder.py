@@ -90,7 +90,8 @@ def rescored(tmp_path_factory):
 def test_one_command_rescores_every_file_into_its_own_run(rescored):
     _, store, stdout = rescored
     uri = f"sqlite:///{store / 'mlflow.db'}"
-    runs = load_runs(uri, ["published"])
+    found = load_runs(uri, ["published"])
+    runs = found[found["test"] != "dataset"]
     client = MlflowClient(uri)
     counts = {}
     for run in runs.itertuples():
@@ -104,6 +105,14 @@ def test_one_command_rescores_every_file_into_its_own_run(rescored):
     assert counts[("iris", "row_completion")] == (10, 20)
     assert ("iris", "first_token") in counts
     assert len(runs) == 5
+    # iris's four tests of rows seen join one dataset verdict; wine's one test is its own answer
+    [combined] = found[found["test"] == "dataset"].itertuples()
+    tags = client.get_run(combined.run_id).data.tags
+    assert (combined.model, combined.dataset) == (MODEL, "iris")
+    combined_tests = set(tags["combined_tests"].split(","))
+    assert {"sample", "conditional_completion", "row_completion"} <= combined_tests
+    assert "first_token" in combined_tests or "left_out.first_token" in tags
+    assert "tabmem dataset verdicts" in stdout
     assert "7 file × test pairs: 1 needs data, 1 refused, 5 rescored." in stdout
     assert "the mapping names no tests for the kind 'notes'" in stdout
     assert "fico is a dataset users provide: pass --data fico=PATH" in stdout
@@ -129,7 +138,8 @@ def test_the_script_sets_the_results_beside_the_paper_marks(rescored, tmp_path):
     assert header["verdict"] == "no answers published" and header["paper"] == "evidence"
     assert "Elephants Never Forget" in (out / "published-answers.md").read_text()
     uri = f"sqlite:///{store / 'mlflow.db'}"
-    assert len(load_runs(uri, ["published"])) == 5  # the second pass read the runs back
+    # the second pass read the runs back: the five files' and iris's dataset verdict
+    assert len(load_runs(uri, ["published"])) == 5 + 1
 
 
 def test_a_verdict_against_the_paper_mark_is_flagged():

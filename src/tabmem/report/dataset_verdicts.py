@@ -13,7 +13,7 @@ them, the Python API returns them, and the paper overview shows them as its main
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import yaml
@@ -87,10 +87,22 @@ def combine_outcomes(
         if outcome.test in rows_seen and ran:
             groups.setdefault(outcome.group or _fallback_group(outcome), []).append(outcome)
     return [
-        (members[0], decide_dataset([_as_test(o) for o in members], rule))
+        (members[0], decide_dataset(_labelled([_as_test(o) for o in members]), rule))
         for members in groups.values()
         if len({o.test for o in members}) >= MIN_TESTS
     ]
+
+
+def _labelled(tests: list[TestOutcome]) -> list[TestOutcome]:
+    """The tests with unique names: a test run more than once on the model × file (recorded
+    answers at several settings) keeps every run, the later ones as ``<test>#2``, …"""
+    counts: dict[str, int] = {}
+    labelled = []
+    for t in tests:
+        counts[t.test] = counts.get(t.test, 0) + 1
+        name = t.test if counts[t.test] == 1 else f"{t.test}#{counts[t.test]}"
+        labelled.append(replace(t, test=name))
+    return labelled
 
 
 def _fallback_group(outcome: CellOutcome) -> str:
@@ -103,8 +115,17 @@ def dataset_outcomes(
 ) -> list[DatasetOutcome]:
     """The dataset verdicts of ``outcomes``, each logged as a run of ``store`` when one is
     given (once per combination of runs: the same combination again reuses its run)."""
+    return logged(combine_outcomes(outcomes, rule), rule, store)
+
+
+def logged(
+    combined: Sequence[tuple[CellOutcome, DatasetVerdict]],
+    rule: DatasetRule,
+    store: TrackingStore | None,
+) -> list[DatasetOutcome]:
+    """Dataset verdicts as ``combine_outcomes`` gives them, logged to ``store`` if given."""
     found = []
-    for first, verdict in combine_outcomes(outcomes, rule):
+    for first, verdict in combined:
         outcome = DatasetOutcome(first.model, first.dataset, first.transform, first.seed, verdict)
         if store is not None:
             log_dataset_verdict(store, outcome, first.group, rule)

@@ -9,10 +9,19 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tabmem.errors import ConfigError, TabmemError
-from tabmem.rescore.folder import RESCORED, FileOutcome, rescore_folder
+from tabmem.rescore.folder import (
+    RESCORED,
+    FileOutcome,
+    folder_dataset_verdicts,
+    rescore_folder,
+)
 from tabmem.rescore.layouts import FORMATS
+
+if TYPE_CHECKING:
+    from tabmem.report.dataset_verdicts import DatasetOutcome
 from tabmem.rescore.run import run_rescore
 
 
@@ -101,6 +110,17 @@ def summary(outcomes: Sequence[FileOutcome]) -> str:
     return console.export_text() + f"{len(outcomes)} file × test pairs: {tally}.\n"
 
 
+def dataset_summary(verdicts: Sequence[DatasetOutcome]) -> str:
+    """The dataset verdicts of the folder as plain text, after the files' table."""
+    from rich.console import Console
+
+    from tabmem.report.dataset_verdicts import dataset_table
+
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(dataset_table(verdicts))
+    return console.export_text()
+
+
 def _one_file(args: argparse.Namespace) -> str:
     needed = {"--dataset": args.dataset, "--test": args.test, "--model-name": args.model_name}
     missing = [flag for flag, value in needed.items() if not value]
@@ -147,6 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 force=args.force,
             )
             print(summary(outcomes), end="")
+            verdicts = folder_dataset_verdicts(outcomes, args.experiment, args.outputs_dir)
+            if verdicts:
+                print(dataset_summary(verdicts), end="")
         else:
             print(_one_file(args))
     except TabmemError as exc:

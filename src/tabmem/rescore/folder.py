@@ -8,9 +8,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tabmem.errors import ConfigError, TabmemError
 from tabmem.rescore.run import run_rescore
+
+if TYPE_CHECKING:
+    from tabmem.report.dataset_verdicts import DatasetOutcome
 
 RESCORED, REFUSED, NEEDS_DATA = "rescored", "refused", "needs data"
 
@@ -214,6 +218,36 @@ def rescore_folder(
         outcome.run_id = done.run_id
         outcomes.append(outcome)
     return sorted(outcomes, key=lambda o: (o.model, o.dataset, o.test, o.file))
+
+
+def folder_dataset_verdicts(
+    outcomes: Sequence[FileOutcome], experiment: str, outputs_dir: Path
+) -> list[DatasetOutcome]:
+    """The dataset verdict of each model × dataset among the rescored files (two or more
+    tests of rows seen), each logged as a run of ``experiment`` beside the files' runs."""
+    from tabmem.api import compose_config, outputs_path
+    from tabmem.jobs import CellOutcome
+    from tabmem.report.dataset_verdicts import dataset_outcomes, rule_of
+    from tabmem.tracking.store import TrackingStore
+
+    cells = [
+        CellOutcome(
+            model=o.model,
+            dataset=o.dataset,
+            test=o.test,
+            transform="original",
+            status="finished",
+            verdict=o.verdict,
+            run_id=o.run_id or "",
+            p_value=o.p_value,
+            group=f"{o.model}|{o.dataset}",
+        )
+        for o in outcomes
+        if o.status == RESCORED
+    ]
+    cfg = compose_config([f"outputs_dir={outputs_dir}", f"experiment={experiment}"])
+    store = TrackingStore.at(outputs_path(cfg), experiment)
+    return dataset_outcomes(cells, rule_of(cfg), store)
 
 
 def _outcome(item: Planned, status: str, reason: str) -> FileOutcome:

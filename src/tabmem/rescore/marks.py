@@ -11,12 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from tabmem.errors import ConfigError
 from tabmem.report.writers import ReportTable
 from tabmem.rescore.folder import RESCORED, FileOutcome
+
+if TYPE_CHECKING:
+    from tabmem.report.dataset_verdicts import DatasetOutcome
 
 MARK_OF_VERDICT = {
     "evidence": "evidence",
@@ -130,4 +134,65 @@ def comparison(outcomes: Sequence[FileOutcome], paper: PaperMarks) -> ReportTabl
             "rate a model without the rows reaches; located: lines found in the dataset / lines.",
         ],
         run_ids=[o.run_id for o in outcomes if o.run_id],
+    )
+
+
+STRENGTH = ("evidence", "ambiguous", "evidence_of_absence", "not_conducted")
+"""The paper's marks from strongest to weakest: its conclusion on a dataset is its strongest."""
+
+
+def paper_conclusion(paper: PaperMarks, model: str, dataset: str, skip: Sequence[str] = ()) -> str:
+    """The paper's conclusion on ``model`` × ``dataset``: its strongest mark over the tests
+    (memorized as soon as one test found evidence), leaving out the tests ``skip`` names."""
+    found = [
+        mark
+        for (m, d, test), mark in paper.marks.items()
+        if (m, d) == (model, dataset) and test not in skip
+    ]
+    return min(found, key=STRENGTH.index) if found else ""
+
+
+def dataset_comparison(
+    verdicts: Sequence[DatasetOutcome], outcomes: Sequence[FileOutcome], paper: PaperMarks
+) -> ReportTable:
+    """One row per model × dataset: the dataset verdict of the rescored answers beside the
+    paper's conclusion with all its tests and with only the tests whose answers were published
+    (the header test's were not), and a flag where the verdict disagrees with the latter."""
+    answered = {(o.model, o.dataset, o.test) for o in outcomes if o.status == RESCORED}
+    rows = []
+    for found in verdicts:
+        v = found.verdict
+        tests = {t.test.split("#")[0] for t in [*v.combined, *v.by_rule]}
+        unpublished = sorted(
+            test
+            for (m, d, test) in paper.marks
+            if (m, d) == (found.model, found.dataset) and (m, d, test) not in answered
+        )
+        same_tests = paper_conclusion(paper, found.model, found.dataset, unpublished)
+        rows.append(
+            {
+                "model": found.model,
+                "dataset": found.dataset,
+                "dataset verdict": v.verdict.value,
+                "combined p": _number(v.p_value),
+                "carried by": ", ".join(v.carried_by),
+                "tests": ", ".join(sorted(tests)),
+                "paper": paper_conclusion(paper, found.model, found.dataset),
+                "paper, published tests": same_tests,
+                "disagrees": "yes" if same_tests and disagrees(v.verdict.value, same_tests) else "",
+                "paper tests unpublished": ", ".join(unpublished),
+            }
+        )
+    frame = pd.DataFrame(rows).sort_values(["model", "dataset"], kind="stable")
+    return ReportTable(
+        name="published-dataset-verdicts",
+        title="Published answers: one dataset verdict per model and dataset, beside the paper",
+        frame=frame.reset_index(drop=True),
+        footnotes=[
+            f"Paper marks: {paper.source}. The paper's conclusion is its strongest mark over "
+            "the tests; 'published tests' leaves out the tests whose answers were not "
+            "published (the header test's), which the dataset verdict cannot include.",
+            "Dataset verdict: the rescored tests of rows seen combined (docs/tests.md).",
+        ],
+        run_ids=[f.run_id for f in verdicts if f.run_id],
     )
