@@ -242,7 +242,7 @@ def flaky_sweep(tmp_path_factory, datasets):
 
 def test_the_grid_finishes_and_logs_every_cell(flaky_sweep):
     result, outputs, _, _ = flaky_sweep
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.returncode == 1, result.stderr[-3000:]  # every cell ran; two failed
     assert "4 finished, 0 skipped, 2 failed" in result.stdout
     runs, _ = mlflow_runs(outputs, "faults")
     cells = {(r.data.tags["model"], r.data.tags["dataset"]): r for r in runs}

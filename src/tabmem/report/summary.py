@@ -172,14 +172,14 @@ def print_summary(
     experiment: str,
     console: Console | None = None,
     verdicts: Sequence[DatasetOutcome] = (),
-) -> None:
+) -> int:
     """The summary table, the dataset verdicts, the failures spelled out, and where MLflow
-    keeps the runs."""
+    keeps the runs; the number of failed cells."""
     console = console or Console(width=None if sys.stdout.isatty() else 140)
     outcomes = read_outcomes(folder)
     if not outcomes:
         console.print(f"No cell outcomes under {folder}.")
-        return
+        return 0
     console.print(summary_table(outcomes))
     if verdicts:
         from tabmem.report.dataset_verdicts import dataset_table
@@ -196,34 +196,39 @@ def print_summary(
         f"{counts['finished']} finished, {counts['skipped']} skipped, {counts['failed']} failed. "
         f"MLflow runs: experiment '{experiment}' in {tracking_uri} (browse them with: make ui)."
     )
+    return counts["failed"]
 
 
 class SummaryCallback(Callback):
     """Hydra callback: after a single run or a whole sweep, log the dataset verdicts and print
-    the summary."""
+    the summary; a sweep with a failed cell then exits with status 1, as a single run does
+    (``run.py``), so a script or scheduler sees the failure."""
 
     def on_run_end(self, config: Any, **kwargs: Any) -> None:
         self._print(Path(config.hydra.run.dir), config)
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
-        self._print(Path(config.hydra.sweep.dir), config)
+        if self._print(Path(config.hydra.sweep.dir), config):
+            sys.exit(1)
 
     @staticmethod
-    def _print(folder: Path, config: Any) -> None:
-        from tabmem.report.dataset_verdicts import combine_outcomes, dataset_outcomes, rule_of
+    def _print(folder: Path, config: Any) -> int:
+        from tabmem.report.dataset_verdicts import combine_outcomes, logged, rule_of
         from tabmem.tracking.store import TrackingStore, tracking_uri
 
         if config.get("dry_run"):
             print_plan(folder)
-            return
+            return 0
         outputs = Path(str(config.outputs_dir)).expanduser().resolve()
         outcomes = [CellOutcome(**o) for o in read_outcomes(folder)]
+        rule = rule_of(config)
+        combined = combine_outcomes(outcomes, rule)
         verdicts: list[DatasetOutcome] = []
         store = None
-        if combine_outcomes(outcomes, rule_of(config)):
+        if combined:  # the store is opened only to log dataset verdicts
             store = TrackingStore.at(
                 outputs, str(config.experiment), config.tracking.uri, config.tracking.artifact_root
             )
-            verdicts = dataset_outcomes(outcomes, rule_of(config), store)
+            verdicts = logged(combined, rule, store)
         uri = store.uri if store else tracking_uri(config.tracking.uri, outputs)
-        print_summary(folder, uri, str(config.experiment), verdicts=verdicts)
+        return print_summary(folder, uri, str(config.experiment), verdicts=verdicts)
