@@ -71,7 +71,13 @@ def rows_seen_rows() -> list[str]:
     return [*claiming_in_order("rows_seen"), DATASET_TEST]
 
 
-KNOW_NO_ROWS = ("oracle-null", "oracle-marginal", "oracle-learner", "oracle-copula")
+KNOW_NO_ROWS = (
+    "oracle-null",
+    "oracle-marginal",
+    "oracle-learner",
+    "oracle-copula",
+    "oracle-forest",
+)
 KNOW_PART = ("oracle-partial", "oracle-first-rows")
 DISTINCT = ("suite", "param.seed", "param.model.recall.share", "param.model.recall.rows")
 """Run columns that tell calibration cells apart besides model, dataset, test and transform:
