@@ -283,6 +283,10 @@ def test_min_k_prob_donors_nearby_still_find_a_memorizer():
     result = MinKProb().run(context("min_k_prob", RowMemorizer(PLACES), data, n_rows=30))
     assert result.metrics["donors_nearby"] == 1.0
     assert result.verdict == Verdict.EVIDENCE, result.reason
+    # the baseline is the best data-only rule's rate of preferring the real row on these pairs
+    rules = [v for k, v in result.metrics.items() if k.startswith("baseline_")]
+    assert result.baseline == pytest.approx(max(rules)) and result.baseline >= 0.5
+    assert result.info["baseline_set_by"] in result.reason
     assert all(abs(r.extra["donor_row"] - r.extra["row"]) <= 10 for r in result.records)
     assert all(not 0 <= r.extra["row"] - r.extra["donor_row"] <= 5 for r in result.records)
 

@@ -80,3 +80,19 @@ def test_the_copula_prefers_the_consistent_record_and_ties_are_split():
     copula = predictors.copula_scores(options, [[2]] * 5, 3)
     chances = choice_chances({"copula": copula, "flat": [0.0] * 5}, 0)
     assert chances == {"copula": 1.0, "flat": pytest.approx(1 / 5)}
+
+
+def test_whole_records_the_rules_prefer_the_consistent_one_and_the_best_single_rule():
+    rows = coded_rows()
+    predictors = ValuePredictors(rows)
+    real = rows[12]
+    contrast = [real[0], real[1], "v4"]  # the value of another group
+    chances = predictors.record_choice([real, contrast], 0, 12)
+    assert chances[NEIGHBOURS] == 1.0
+    assert chances[COPULA] == 1.0
+    # the contrast's value is held by ten rows, the real one by nine without the row
+    assert chances[MODE] == 0.0
+    best = BestOf.of([chances, {**chances, NEIGHBOURS: 0.0, COPULA: 0.0}])
+    assert best.best_single == 0.5  # one rule right on one pair of two, or the coin
+    assert best.rate == 0.75  # per pair: 1, then the coin's 0.5
+    assert "copula conditional 0.500" in best.single_sentence()

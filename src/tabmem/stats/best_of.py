@@ -79,6 +79,21 @@ class BestOf:
         """The mean of the per-query baselines (0 without queries)."""
         return float(self.per_query.mean()) if len(self.chances) else 0.0
 
+    @property
+    def best_single(self) -> float:
+        """The best one predictor's mean chance over the queries (0 without any): the
+        baseline of a paired comparison with one data-only model on the same queries, where
+        the per-query best is degenerate (two options: it is 1 wherever two rules disagree)."""
+        return max(self.accuracies().values(), default=0.0)
+
+    def single_sentence(self) -> str:
+        """Each predictor's mean chance, and which one is the best, in words."""
+        if not self.names:
+            return "no data-only predictor applies"
+        accuracies = self.accuracies()
+        means = ", ".join(f"{n} {a:.3f}" for n, a in accuracies.items())
+        return f"the best of {means}: {max(accuracies, key=accuracies.__getitem__)}"
+
     def accuracies(self) -> dict[str, float]:
         """Each predictor's mean chance over the queries."""
         if not len(self.chances):
@@ -203,6 +218,39 @@ class ValuePredictors:
             )
             for o, mine in zip(options, scored, strict=True)
         ]
+
+    def record_choice(
+        self, options: Sequence[Sequence[str]], correct: int, row: int
+    ) -> dict[str, float]:
+        """For whole records as options (``correct`` the real one, data row ``row``): each
+        rule's chance of picking it — the largest sum of log frequencies of the values where
+        the options differ (``mode``), of every value's nearest-neighbour log score given the
+        record's other values (as the existence probe scores), of the copula's log probability
+        of the differing values given the shared ones (chain rule), all without the row — and
+        chance, 1 / (number of options)."""
+        records = [dict(enumerate(option)) for option in options]
+        normal = [[normalize_value(v) for v in option] for option in options]
+        differ = [j for j in range(len(normal[0])) if len({n[j] for n in normal}) > 1]
+        own = [normalize_value(v) for v in self.rows[row]]
+        frequency = [
+            sum(np.log(self.counts[j].get(n[j], 0) - (n[j] == own[j]) + 1.0) for j in differ)
+            for n in normal
+        ]
+        shared = {j: v for j, v in records[0].items() if j not in differ}
+        copula = []
+        for record in records:
+            evidence = self.copula.evidence(shared, [row])
+            total = 0.0
+            for j in differ:
+                total += evidence.log_prob(j, record[j])
+                evidence.add(j, record[j])
+            copula.append(total)
+        scores = {
+            MODE: frequency,
+            NEIGHBOURS: self.neighbours.choice_scores(records, [list(r) for r in records], [row]),
+            COPULA: copula,
+        }
+        return {**choice_chances(scores, correct), FLOOR: 1.0 / len(options)}
 
 
 def choice_chances(scores: Mapping[str, Sequence[float]], correct: int) -> dict[str, float]:
