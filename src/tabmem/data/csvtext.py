@@ -45,6 +45,31 @@ def detect_newline(text: str) -> str:
     return "\n"
 
 
+DELIMITERS = (",", ";", "\t", "|")
+"""The delimiters a file's header is sniffed for, in the order that breaks ties."""
+_SNIFF_RECORDS = 20
+
+
+def sniff_delimiter(text: str) -> str:
+    """The delimiter of CSV ``text``, one of ``DELIMITERS``, read from its header and first
+    records: the one that splits every one of them into the same number of fields (more than
+    one), the most fields winning; else the one that splits the header most; else a comma."""
+    records = [r for r in split_records(text[: 1 << 16])[:_SNIFF_RECORDS] if r.strip()]
+    if not records:
+        return ","
+    if len(records) > 1 and not text[: 1 << 16].endswith(("\n", "\r")):
+        records = records[:-1]  # the last record may be cut at the sample's end
+    best, best_width = ",", 1
+    for delimiter in DELIMITERS:
+        widths = {len(parse_fields(r, delimiter)) for r in records}
+        if len(widths) == 1 and (width := widths.pop()) > best_width:
+            best, best_width = delimiter, width
+    if best_width > 1:
+        return best
+    header = max(DELIMITERS, key=lambda d: len(parse_fields(records[0], d)))
+    return header if len(parse_fields(records[0], header)) > 1 else ","
+
+
 def parse_fields(record: str, delimiter: str = ",") -> list[str]:
     """The fields of one CSV record, unquoted, whitespace kept."""
     rows = list(csv.reader(io.StringIO(record), delimiter=delimiter))

@@ -15,12 +15,15 @@ from tabmem.data.csvtext import detect_newline, parse_fields, split_records
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """What the dataset config says: where the file is and what the data means."""
+    """What the dataset config says: where the file is and what the data means.
+
+    ``delimiter`` None asks ``load_dataset`` to sniff it from the file's header, and the loaded
+    dataset's spec then holds the one found, with ``delimiter_sniffed`` set."""
 
     name: str
     file: str | None = None
     path: str | None = None
-    delimiter: str = ","
+    delimiter: str | None = ","
     kind: str = "tabular"
     description: str = ""
     aliases: tuple[str, ...] = ()
@@ -29,6 +32,7 @@ class DatasetSpec:
     user_provided: bool = False
     how_to_get: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    delimiter_sniffed: bool = False
 
     @property
     def family_name(self) -> str:
@@ -50,7 +54,7 @@ class Dataset:
 
     @property
     def delimiter(self) -> str:
-        return self.spec.delimiter
+        return self.spec.delimiter or ","
 
     @cached_property
     def newline(self) -> str:

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import csv
 import io
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from omegaconf import OmegaConf
 
+from tabmem.data.csvtext import sniff_delimiter
 from tabmem.data.dataset import Dataset, DatasetSpec
 from tabmem.errors import ConfigError, DatasetError
 from tabmem.paths import conf_dir, data_dir
 
-_SPEC_FIELDS = set(DatasetSpec.__dataclass_fields__) - {"extra"}
+_SPEC_FIELDS = set(DatasetSpec.__dataclass_fields__) - {"extra", "delimiter_sniffed"}
+_log = logging.getLogger(__name__)
 _LOADED_LIMIT = 32
 _memo_lock = threading.Lock()
 _specs_memo: dict[tuple, dict[str, DatasetSpec]] = {}
@@ -96,6 +100,36 @@ def read_canonical_text(path: Path, name: str) -> str:
     return text.removeprefix("\ufeff")
 
 
+_DELIMITER_NAMES = {"\t": "tab", ",": "comma", ";": "semicolon", "|": "pipe"}
+_DELIMITER_SPELLINGS = {"\\t": "\t", "tab": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
+
+
+def delimiter_note(delimiter: str) -> str:
+    """One sentence on a delimiter read from the file's header, and how to set another."""
+    shown = _DELIMITER_NAMES.get(delimiter, repr(delimiter))
+    return (
+        f"fields read as {shown}-separated (sniffed from the header); to read them otherwise, "
+        "set dataset.delimiter, quoted for Hydra ('dataset.delimiter=\";\"', dataset.delimiter=tab)"
+    )
+
+
+def resolve_delimiter(spec: DatasetSpec, text: str) -> DatasetSpec:
+    """The spec with one delimiter character: the configured one (``tab`` and ``\\t`` mean a
+    tab), or, where it is null, the one sniffed from ``text``'s header."""
+    if not spec.delimiter:
+        spec = replace(spec, delimiter=sniff_delimiter(text), delimiter_sniffed=True)
+        _log.info("Dataset '%s': %s", spec.name, delimiter_note(spec.delimiter))
+        return spec
+    delimiter = _DELIMITER_SPELLINGS.get(spec.delimiter.lower(), spec.delimiter)
+    if len(delimiter) != 1:
+        raise DatasetError(
+            f"Dataset '{spec.name}': dataset.delimiter must be one character, not "
+            f"{spec.delimiter!r}; write it quoted for Hydra ('dataset.delimiter=\";\"'), "
+            "dataset.delimiter=tab, or null to sniff it from the header."
+        )
+    return spec if delimiter == spec.delimiter else replace(spec, delimiter=delimiter)
+
+
 def validate_csv(text: str, delimiter: str, name: str, path: Path) -> None:
     """Reject empty, header-only, NUL-containing or ragged CSV text with one sentence."""
     if not text.strip():
@@ -134,6 +168,7 @@ def load_dataset(cfg: Mapping[str, Any] | DatasetSpec) -> Dataset:
             _loaded_memo.move_to_end(key)
             return _loaded_memo[key]
     text = read_canonical_text(path, spec.name)
+    spec = resolve_delimiter(spec, text)
     validate_csv(text, spec.delimiter, spec.name, path)
     dataset = Dataset(spec=spec, path=path, text=text)
     with _memo_lock:
