@@ -18,22 +18,22 @@ from tabmem.results import Verdict
 TEXT = "a,b,c\n" + "".join(f"{i},{i * 7 % 13},name{i}\n" for i in range(1, 21))
 
 
-def tiny_dataset(name="tiny"):
-    return Dataset(spec=DatasetSpec(name=name, family=name), path=Path("tiny.csv"), text=TEXT)
+def tiny_dataset(name="tiny", text=TEXT):
+    return Dataset(spec=DatasetSpec(name=name, family=name), path=Path("tiny.csv"), text=text)
 
 
 class TruthBackend:
     """Completes every prompt with the file's true continuation, with junk, or (``rows=k``)
     with the rest of the cut row and ``k`` true rows, then junk."""
 
-    def __init__(self, truthful, rows=None):
-        self.truthful, self.rows = truthful, rows
+    def __init__(self, truthful, rows=None, text=TEXT):
+        self.truthful, self.rows, self.text = truthful, rows, text
         self.identity = {"provider": "test", "model": f"{truthful}-{rows}"}
 
     def complete(self, prompt, params):
         if not self.truthful:
             return "9,9,nobody\n"
-        following = TEXT[len(prompt) :]
+        following = self.text[len(prompt) :]
         if self.rows is not None:
             kept = following.split("\n")[: self.rows + 1]
             return "\n".join(kept) + "\n9,9,nobody\n"
@@ -49,10 +49,14 @@ class TruthBackend:
         pass
 
 
-def run(truthful, form="completion", rows=None, **params):
-    model = LanguageModel(TruthBackend(truthful, rows), "m", prompt_form=form, show_progress=False)
+def run(truthful, form="completion", rows=None, text=TEXT, **params):
+    backend = TruthBackend(truthful, rows, text)
+    model = LanguageModel(backend, "m", prompt_form=form, show_progress=False)
     ctx = TestContext(
-        tiny_dataset(), model, settings_of("header", **{"few_shot_pool": [], **params}), seed=3
+        tiny_dataset(text=text),
+        model,
+        settings_of("header", **{"few_shot_pool": [], **params}),
+        seed=3,
     )
     return Header().run(ctx)
 
@@ -122,6 +126,24 @@ def test_finishing_the_cut_row_alone_counts_under_neither_rule():
     result = run(True, rows=0, rule="paper")
     assert result.verdict is Verdict.NO_EVIDENCE
     assert result.metrics["splits_reaching_1_row"] == 0
+
+
+SHORT = "a,b,c\n1,2,3\n4,5,6\n7,8,9\n"  # three data rows: split row 2 leaves one row after
+
+
+def test_a_file_too_short_for_the_rule_is_not_applicable_with_the_reason():
+    result = run(True, text=SHORT)  # a model that knows the file cannot reach evidence either
+    assert result.verdict is Verdict.NOT_APPLICABLE and result.n_queries == 0
+    assert "3 data rows" in result.reason and "2 whole rows" in result.reason
+    assert result.info["skipped_split_rows"] == [4, 6, 8]
+    paper = run(True, text=SHORT, rule="paper")  # one row after the cut is enough there
+    assert paper.verdict is Verdict.EVIDENCE and paper.n_queries == 1
+
+
+def test_a_file_that_reaches_the_rule_on_one_split_is_asked():
+    text = SHORT + "10,11,12\n"  # split row 2 now leaves rows 3 and 4
+    assert run(True, text=text).verdict is Verdict.EVIDENCE
+    assert run(False, text=text).verdict is Verdict.NO_EVIDENCE
 
 
 def test_unknown_rule_is_a_clear_error():

@@ -169,13 +169,24 @@ class Header(Rescorable[HeaderQuery, HeaderFacts]):
                 queries.append(HeaderQuery(split, shots, names))
         return queries
 
-    def prepare(self, ctx: TestContext, queries: Sequence[HeaderQuery]) -> HeaderFacts:
+    def prepare(self, ctx: TestContext, queries: Sequence[HeaderQuery]) -> HeaderFacts | TestResult:
+        """The rule and the split rows too short for the file; ``not_applicable`` when no
+        split leaves the whole rows after the cut that the rule needs for ``evidence``."""
         rule = ctx.params.rule
+        needed = evidence_rows(rule)
         n_records = len(ctx.dataset.records)
         rows = ctx.params.split_rows
-        return HeaderFacts(
-            rule, evidence_rows(rule), tuple(r for r in rows if not 0 < r < n_records)
-        )
+        short = tuple(r for r in rows if not 0 < r < n_records)
+        scored_rows = min(ctx.params.n_rows, n_records - 1)
+        if queries and all(scored_rows - q.split.row < needed for q in queries):
+            asked = ", ".join(str(q.split.row) for q in queries)
+            return TestResult.not_applicable(
+                self.name,
+                f"the file has {n_records - 1} data rows, so no split (rows {asked}) leaves the "
+                f"{needed} whole rows after the cut that the {rule} rule needs for evidence",
+                info={"skipped_split_rows": list(short), "rule": rule},
+            )
+        return HeaderFacts(rule, needed, short)
 
     def word(
         self, ctx: TestContext, queries: Sequence[HeaderQuery], facts: HeaderFacts
