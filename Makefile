@@ -11,7 +11,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 export MLFLOW_DISABLE_TELEMETRY := true
 export HF_HUB_OFFLINE := 1
 
-.PHONY: demo test test-slow test-fast install install-demo lint ui ui-serve browser data-check clean-outputs help paper-tables lab calibrate rescore-published
+.PHONY: demo test test-slow test-fast install install-demo lint ui ui-serve browser data-check clean-outputs help paper-tables lab calibrate calibrate-reference rescore-published
 
 help:
 	@echo "make demo       install into $(VENV) and run the demo grid on the embedded model"
@@ -119,6 +119,14 @@ calibrate: install
 	$(PY) run.py +grid=calibrate progress=false show_queries=false $(CALIBRATE_ARGS)
 	$(PY) run.py +grid=power progress=false show_queries=false $(POWER_ARGS)
 	$(PY) scripts/calibration_table.py
+
+# The reference part of calibration in-process (docs: scripts/calibrate_reference.py): every
+# test of rows seen on the reference negatives and partial memorizers, at the default and the
+# papers' query counts, on two worker processes; fpr.md, power.md and power.png in
+# outputs/calibration/. REFERENCE_ARGS="--smoke" runs it in seconds.
+REFERENCE_ARGS ?=
+calibrate-reference: install
+	$(PY) scripts/calibrate_reference.py $(REFERENCE_ARGS)
 
 data-check: install-demo
 	$(PY) scripts/data_provenance.py

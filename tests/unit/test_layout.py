@@ -21,7 +21,9 @@ LAYERS = [
     {"dry_run"},
     {"runner"},
     {"api"},
+    {"calibrate"},
     {"rescore"},
+    {"main"},
     {"cli"},
     {"tabmem"},
 ]

@@ -1,0 +1,76 @@
+"""Calibrate the tests of rows seen against the reference models, in this process.
+
+    python scripts/calibrate_reference.py                 # the default size (about 45 minutes)
+    python scripts/calibrate_reference.py --smoke         # seconds: one file, three tests
+    python scripts/calibrate_reference.py --negative-seeds 10 --power-seeds 5 --rests learner
+
+Writes reference_cells.csv, reference_dataset_verdicts.csv, fpr.md, power.md and power.png
+into --out (outputs/calibration/) and prints the false-positive table and the time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from tabmem.calibrate import SIZES, calibrate  # noqa: E402
+
+
+def _list(text: str) -> tuple[str, ...]:
+    return tuple(part for part in text.split(",") if part)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the options, run the size they describe, return the exit status."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    default = SIZES["default"]
+    parser.add_argument("--smoke", action="store_true", help="the smoke size (seconds)")
+    parser.add_argument(
+        "--negative-seeds",
+        type=int,
+        help=f"seeds of the negatives (default {default.negative_seeds})",
+    )
+    parser.add_argument(
+        "--power-seeds",
+        type=int,
+        help=f"seeds per share of the power grid (default {default.power_seeds})",
+    )
+    parser.add_argument("--shares", type=_list, help="shares known, comma-separated")
+    parser.add_argument(
+        "--rests", type=_list, help="rests of the partial memorizer, comma-separated"
+    )
+    parser.add_argument(
+        "--settings", type=_list, help="query settings, comma-separated: default,papers"
+    )
+    parser.add_argument("--datasets", type=_list, help="files, comma-separated")
+    parser.add_argument("--tests", type=_list, help="tests of rows seen, comma-separated")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "outputs" / "calibration", help="output folder"
+    )
+    args = parser.parse_args(argv)
+    size = SIZES["smoke" if args.smoke else "default"]
+    changes = {
+        "negative_seeds": args.negative_seeds,
+        "power_seeds": args.power_seeds,
+        "shares": tuple(float(s) for s in args.shares) if args.shares else None,
+        "rests": args.rests,
+        "settings": args.settings,
+        "datasets": args.datasets,
+        "tests": args.tests,
+    }
+    size = replace(size, **{k: v for k, v in changes.items() if v is not None})
+    calibrate(size, args.out, workers=args.workers)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,242 @@
+"""Calibration cells run in this process: each test's own lifecycle against the reference
+models' Python objects, with no HTTP server, no subprocess, no MLflow and no cache.
+
+A reference model reaches a test as a ``LanguageModel`` over ``OracleObjectBackend``, which
+does what the oracle server does with a request (``tabmem.llm.oracle.server``): a chat
+request is its last user message answered with ``chat=True``, a completion its prompt; both
+with the request's ``max_tokens``, ``stop``, ``seed`` and ``temperature``. The ``LanguageModel``
+around it cuts the answer where a stop rule settles the score, as it does for the served
+models, so a test sees the same text either way (``tests/integration/test_calibrate_inprocess.py``
+compares cells with the real grid).
+
+A *job* is one dataset (original or twin) at one seed and one query setting: every test of
+rows seen is planned once (its queries and data-only baselines depend on the dataset, the
+settings and the seed, and on the model only through its prompt form, context window and
+token counter, which every reference model shares) and then worded, asked, scored and decided
+for each model of the job, exactly as ``Lifecycle.run`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cache
+from typing import Any
+
+from tabmem.battery.base import TestContext, claiming, inapplicable_reason, registry, run_test
+from tabmem.battery.lifecycle import Answer, Lifecycle
+from tabmem.data import Dataset, load_dataset
+from tabmem.data.transforms import apply_transform
+from tabmem.llm.base import BaseBackend, GenerationParams, Message, Request
+from tabmem.llm.client import LanguageModel
+from tabmem.llm.oracle import ORACLES, Oracle, last_user_text, load_available_datasets
+from tabmem.llm.oracle.partial import RESTS, PartialOracle, Recall
+from tabmem.results import TestResult
+
+NEGATIVE_ORACLES = (
+    "oracle-null",
+    "oracle-marginal",
+    "oracle-learner",
+    "oracle-copula",
+    "oracle-forest",
+)
+"""The reference models that know no row, in the order the tables list them (those the
+catalog ``ORACLES`` holds)."""
+TWIN_MODEL = "oracle-memorizer"
+"""The model run on twins: it has every real file by heart and none of a twin's rows."""
+
+
+class OracleObjectBackend(BaseBackend):
+    """A reference model's Python object as a backend: the oracle server's request handling
+    without the server (no prompt caching report, no thinking variants)."""
+
+    def __init__(self, oracle: Oracle, model_id: str) -> None:
+        self.oracle = oracle
+        self.identity = {"provider": "oracle-in-process", "model": model_id}
+
+    def chat(self, messages: list[Message], params: GenerationParams) -> str:
+        prompt = last_user_text(messages)
+        if prompt is None:
+            raise ValueError("a chat request without a user message")
+        return self._answer(prompt, params, chat=True)
+
+    def complete(self, prompt: str, params: GenerationParams) -> str:
+        return self._answer(prompt, params, chat=False)
+
+    def _answer(self, prompt: str, params: GenerationParams, chat: bool) -> str:
+        stop = list(params.stop)
+        answer = self.oracle.answer(
+            prompt, params.max_tokens, stop, params.seed, params.temperature, chat=chat
+        )
+        return answer.text
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One reference model of a job: a catalog oracle by name, or a partial memorizer."""
+
+    name: str
+    recall: Recall | None = None
+
+    @property
+    def model_id(self) -> str:
+        """The name the oracle server would answer to."""
+        return self.recall.model_id if self.recall is not None else self.name
+
+
+@dataclass(frozen=True)
+class Job:
+    """A dataset at a seed and a query setting, the models and tests to run on it, and the
+    settings at which a test with the same config counts these cells too (``also``)."""
+
+    dataset: str
+    transform: str
+    seed: int
+    setting: str
+    models: tuple[ModelSpec, ...]
+    tests: tuple[str, ...]
+    also: tuple[str, ...] = ()
+
+
+@dataclass
+class World:
+    """What a process loads once: the configs composed by the caller (test settings per
+    setting, dataset and transform configs, each model's prompt form and context window), the
+    datasets every oracle knows, the oracles, and the datasets and twins asked about."""
+
+    settings: Mapping[str, Mapping[str, Mapping[str, Any]]]
+    dataset_configs: Mapping[str, Mapping[str, Any]]
+    transform_configs: Mapping[str, Mapping[str, Any]]
+    model_form: tuple[str, int] = ("chat", 1_000_000)
+    _known: list[Dataset] = field(default_factory=list)
+    _oracles: dict[str, Oracle] = field(default_factory=dict)
+    _data: dict[tuple[str, str, int], Dataset] = field(default_factory=dict)
+
+    def known(self) -> list[Dataset]:
+        """Every dataset whose file is present: what the oracle server's models know."""
+        if not self._known:
+            self._known.extend(load_available_datasets())
+        return self._known
+
+    def oracle(self, spec: ModelSpec) -> Oracle:
+        """The oracle of ``spec``, built on first use and kept."""
+        key = spec.model_id
+        if key not in self._oracles:
+            if spec.recall is not None:
+                partial = PartialOracle(self.known(), spec.recall)
+                # The rest answers from the prompt and the seed alone: one instance (and its
+                # fitted neighbours or forests) serves every share and seed of a process.
+                partial.rest = self.oracle(ModelSpec(RESTS[spec.recall.rest].model_name))
+                self._oracles[key] = partial
+            else:
+                self._oracles[key] = ORACLES[spec.name](self.known())
+        return self._oracles[key]
+
+    def model(self, spec: ModelSpec) -> LanguageModel:
+        """A ``LanguageModel`` over the oracle object: no cache, one query at a time, quiet."""
+        form, window = self.model_form
+        backend = OracleObjectBackend(self.oracle(spec), spec.model_id)
+        return LanguageModel(backend, spec.name, form, window, None, 1, show_progress=False)
+
+    def dataset(self, name: str, transform: str, seed: int) -> Dataset:
+        """The dataset as the cell sees it (a twin depends on the seed), loaded once."""
+        key = (name, transform, seed if transform != "original" else 0)
+        if key not in self._data:
+            base = load_dataset(self.dataset_configs[name])
+            self._data[key] = apply_transform(base, self.transform_configs[transform], seed)
+        return self._data[key]
+
+
+@cache
+def rows_seen_tests() -> tuple[str, ...]:
+    """The registered tests whose evidence claims the model has seen the rows."""
+    return tuple(claiming("rows_seen"))
+
+
+def lifecycle_of(test: str) -> Lifecycle[Any, Any] | None:
+    """The lifecycle object behind a registered test, or None for a plain test function."""
+    owner = getattr(registry()[test], "__self__", None)
+    return owner if isinstance(owner, Lifecycle) else None
+
+
+def run_job(world: World, job: Job) -> list[dict[str, Any]]:
+    """Every model × test cell of ``job``: one row per cell (``cell_row``'s fields)."""
+    dataset = world.dataset(job.dataset, job.transform, job.seed)
+    models = [(spec, world.model(spec)) for spec in job.models]
+    rows = []
+    for test in job.tests:
+        params = world.settings[job.setting][test]
+        results = run_shared(test, dataset, params, job.seed, [m for _, m in models])
+        same = [s for s in job.also if world.settings[s][test] == params]
+        for (spec, _), result in zip(models, results, strict=True):
+            row = cell_row(job, spec, dataset.name, result)
+            rows += [row, *({**row, "setting": setting} for setting in same)]
+    return rows
+
+
+def run_shared(
+    test: str, dataset: Dataset, params: Any, seed: int, models: Sequence[LanguageModel]
+) -> list[TestResult]:
+    """Test ``test`` on one cell per model, planned once: ``Lifecycle.run``'s steps with the
+    plan shared (``run_test`` for a test that is no lifecycle); a model the test cannot use
+    gets ``not_applicable`` with the reason, as ``run_test`` gives it."""
+    lifecycle = lifecycle_of(test)
+    contexts = [TestContext(dataset, model, params, seed) for model in models]
+    if lifecycle is None:
+        return [run_test(test, ctx) for ctx in contexts]
+    results: list[TestResult | None] = [None] * len(models)
+    runnable = []
+    for i, model in enumerate(models):
+        reason = inapplicable_reason(test, model)
+        if reason:
+            results[i] = TestResult.not_applicable(test, reason)
+        else:
+            runnable.append(i)
+    if runnable:
+        first = lifecycle.bind(contexts[runnable[0]])
+        planned = lifecycle.plan(first)
+        for i in runnable:
+            ctx = replace(first, model=models[i])
+            results[i] = (
+                planned if isinstance(planned, TestResult) else _asked(lifecycle, ctx, *planned)
+            )
+    return [r for r in results if r is not None]
+
+
+def _asked(
+    lifecycle: Lifecycle[Any, Any], ctx: TestContext, queries: list[Any], facts: Any
+) -> TestResult:
+    """``Lifecycle.run`` after its plan: word, ask, score and decide for one model."""
+    worded = lifecycle.word(ctx, queries, facts)
+    if not worded.requests:
+        return lifecycle.unfit(ctx, facts, worded)
+    responses = lifecycle.ask(ctx, worded.requests)
+    answers = [
+        Answer(
+            i, query, request.as_text() if isinstance(request, Request) else "", response, request
+        )
+        for i, (query, request, response) in enumerate(
+            zip(worded.queries, worded.requests, responses, strict=True)
+        )
+    ]
+    return lifecycle.judge(ctx, facts, answers, worded.context)
+
+
+def cell_row(job: Job, spec: ModelSpec, dataset: str, result: TestResult) -> dict[str, Any]:
+    """One cell as a row of the cells table."""
+    recall = spec.recall
+    return {
+        "model": spec.name,
+        "rest": recall.rest if recall is not None else "",
+        "dataset": dataset,
+        "transform": job.transform,
+        "test": result.test,
+        "setting": job.setting,
+        "seed": job.seed,
+        "share": recall.share if recall is not None else "",
+        "verdict": str(result.verdict),
+        "p_value": result.p_value,
+        "n_hits": result.n_hits,
+        "n_queries": result.n_queries,
+        "baseline": result.baseline,
+    }

@@ -1,0 +1,355 @@
+"""The in-process calibration run: plan the jobs of a size, run them on a process pool with a
+progress bar, write the cells, the dataset verdicts, ``fpr.md``, ``power.md`` and
+``power.png``, and print the FPR table and the time.
+
+Configs are composed once in the parent (Hydra's compose API, as ``python run.py`` would
+compose them) and handed to the workers, which load each dataset and twin and build each
+oracle once per process.
+"""
+
+from __future__ import annotations
+
+import csv
+import multiprocessing
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from tabmem.api import compose_config
+from tabmem.calibrate.cells import (
+    NEGATIVE_ORACLES,
+    TWIN_MODEL,
+    Job,
+    ModelSpec,
+    World,
+    rows_seen_tests,
+    run_job,
+)
+from tabmem.calibrate.tables import (
+    DATASET_VERDICT,
+    FPR_HEADER,
+    dataset_verdicts,
+    fpr_rows,
+    fpr_table,
+    markdown,
+    power_figure,
+    power_markdown,
+    power_rows,
+)
+from tabmem.llm.oracle import ORACLES
+from tabmem.llm.oracle.partial import RESTS, Recall
+
+PAPER_FILES = ("adult", "california-housing", "titanic", "openml-diabetes", "wine", "iris")
+"""The six paper files, largest first (jobs on them take longest, so they start first)."""
+SETTINGS = {"default": "test=calibration", "papers": "test=calibration_papers"}
+"""The query settings and the suite whose members' configs give each test's counts; a test
+the papers' suite leaves out is asked at its default counts there."""
+SHARES = (0.02, 0.05, 0.1, 0.2, 0.4)
+LOG_PROBABILITY_TESTS = {
+    "min_k_prob": "not applicable on oracles (needs log-probabilities)",
+    "row_order": "not applicable on oracles (needs log-probabilities)",
+}
+CELL_FIELDS = (
+    "model",
+    "rest",
+    "dataset",
+    "transform",
+    "test",
+    "setting",
+    "seed",
+    "share",
+    "verdict",
+    "p_value",
+    "n_hits",
+    "n_queries",
+    "baseline",
+)
+VERDICT_FIELDS = (
+    "model",
+    "rest",
+    "dataset",
+    "transform",
+    "setting",
+    "seed",
+    "share",
+    "verdict",
+    "p_value",
+    "tests",
+    "combined",
+    "carried_by",
+)
+
+
+@dataclass(frozen=True)
+class Size:
+    """How much to run: files, seeds of the negatives and of the power grid, shares, rests,
+    query settings, the tests (empty: every test of rows seen) and the negative models (empty:
+    every catalog oracle that knows no row)."""
+
+    datasets: tuple[str, ...] = PAPER_FILES
+    negative_seeds: int = 28
+    power_seeds: int = 20
+    shares: tuple[float, ...] = SHARES
+    rests: tuple[str, ...] = tuple(RESTS)
+    settings: tuple[str, ...] = tuple(SETTINGS)
+    tests: tuple[str, ...] = ()
+    negatives: tuple[str, ...] = ()
+
+
+SIZES = {
+    "smoke": Size(
+        datasets=("iris",),
+        negative_seeds=1,
+        power_seeds=1,
+        shares=(0.4,),
+        rests=("learner",),
+        tests=("header", "row_completion"),
+        negatives=("oracle-null", "oracle-learner"),
+    ),
+    "default": Size(),
+}
+"""``smoke``: seconds, for the test suite; ``default``: sized for about 45 minutes on two
+cores (see docs of scripts/calibrate_reference.py for the measured rate)."""
+
+
+@dataclass
+class Outcome:
+    """What a run produced: the cells, the dataset verdicts, the tables' rows, the time."""
+
+    cells: list[dict[str, Any]]
+    verdicts: list[dict[str, Any]]
+    fpr: list[dict[str, Any]]
+    power: list[dict[str, Any]]
+    seconds: float
+    workers: int
+    files: list[Path] = field(default_factory=list)
+
+
+def plain(config: Any) -> Any:
+    """A composed config node as plain Python values (picklable for the workers)."""
+    return OmegaConf.to_container(config, resolve=True)
+
+
+def compose_world(size: Size) -> World:
+    """Every config a run needs, composed once: each test's settings per setting, the files',
+    the transforms', and the reference models' prompt form and context window (one for all:
+    the plan of a test is shared between its models)."""
+    tests = size.tests or rows_seen_tests()
+    default = plain(compose_config([SETTINGS["default"]]).test)
+    settings = {}
+    for setting in size.settings:
+        suite = plain(compose_config([SETTINGS[setting]]).test)
+        settings[setting] = {t: suite.get(t, default[t]) for t in tests}
+    datasets = {d: plain(compose_config([f"dataset={d}"]).dataset) for d in size.datasets}
+    transforms = {
+        t: plain(compose_config([f"transform={t}"]).transform) for t in ("original", "twin")
+    }
+    forms = set()
+    for name in (*negatives(size), TWIN_MODEL, "oracle-partial"):
+        model = compose_config([f"model={name}"]).model
+        forms.add((str(model.get("prompt_form", "chat")), int(model.get("context_window", 4096))))
+    if len(forms) != 1:
+        raise ValueError(f"the reference models differ in prompt form or context window: {forms}")
+    return World(settings, datasets, transforms, forms.pop())
+
+
+def negatives(size: Size) -> tuple[str, ...]:
+    """The size's reference models that know no row: its own list, else every one the
+    catalog holds."""
+    return size.negatives or tuple(name for name in NEGATIVE_ORACLES if name in ORACLES)
+
+
+def plan_jobs(size: Size, settings: dict[str, dict[str, Any]]) -> list[Job]:
+    """The jobs of a size, longest first. A test whose config is the same at two settings is
+    run once, at the first, and counted at both (``Job.also``)."""
+    tests = tuple(size.tests or rows_seen_tests())
+    first = size.settings[0]
+    jobs = []
+    for setting in size.settings:
+        own = tests
+        if setting != first:
+            own = tuple(t for t in tests if settings[setting][t] != settings[first][t])
+        also = tuple(s for s in size.settings if s != setting) if setting == first else ()
+        for dataset in size.datasets:
+            for seed in range(max(size.negative_seeds, size.power_seeds)):
+                models: list[ModelSpec] = []
+                if seed < size.negative_seeds:
+                    models += [ModelSpec(name) for name in negatives(size)]
+                if seed < size.power_seeds:
+                    models += [
+                        ModelSpec("oracle-partial", Recall(share, seed, "random", rest))
+                        for rest in size.rests
+                        for share in size.shares
+                    ]
+                if models and own:
+                    jobs.append(Job(dataset, "original", seed, setting, tuple(models), own, also))
+                if seed < size.negative_seeds and own:
+                    twin = (ModelSpec(TWIN_MODEL),)
+                    jobs.append(Job(dataset, "twin", seed, setting, twin, own, also))
+    return jobs
+
+
+_WORLD: World | None = None
+
+
+def _start_worker(world: World) -> None:
+    global _WORLD
+    _WORLD = world
+
+
+def _work(job: Job) -> list[dict[str, Any]]:
+    assert _WORLD is not None, "the worker was started without its world"
+    return run_job(_WORLD, job)
+
+
+def run_jobs(
+    world: World, jobs: Sequence[Job], workers: int, advance: Callable[[int], None]
+) -> list[dict[str, Any]]:
+    """Every job's cell rows, in this process (one worker) or on a pool of ``workers``
+    processes forked from this one; ``advance`` gets the cells each finished job added."""
+    rows: list[dict[str, Any]] = []
+    if workers <= 1:
+        for job in jobs:
+            done = run_job(world, job)
+            rows += done
+            advance(len(done))
+        return rows
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(workers, context, _start_worker, (world,)) as pool:
+        pending: set[Future[list[dict[str, Any]]]] = {pool.submit(_work, job) for job in jobs}
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                done = future.result()
+                rows += done
+                advance(len(done))
+    return rows
+
+
+def job_cells(job: Job, settings: dict[str, dict[str, Any]]) -> int:
+    """The cells a job adds: each model × test at its setting, and again at each setting of
+    ``also`` where the test's config is the same."""
+    counted = sum(
+        1 + sum(settings[s][t] == settings[job.setting][t] for s in job.also) for t in job.tests
+    )
+    return len(job.models) * counted
+
+
+def calibrate(size: Size, out: Path, workers: int = 2, console: Console | None = None) -> Outcome:
+    """Run a size end to end and write its files into ``out``; print the FPR table and the
+    time. The progress bar counts cells (a job's cells arrive together)."""
+    console = console or Console()
+    started = time.perf_counter()
+    world = compose_world(size)
+    jobs = sorted(
+        plan_jobs(size, world.settings),
+        key=lambda j: (
+            PAPER_FILES.index(j.dataset) if j.dataset in PAPER_FILES else 99,
+            -job_cells(j, world.settings),
+        ),
+    )
+    total = sum(job_cells(j, world.settings) for j in jobs)
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task(f"calibration cells ({len(jobs)} jobs)", total=total)
+        cells = run_jobs(world, jobs, workers, lambda n: progress.advance(task, n))
+    tests = list(size.tests or rows_seen_tests())
+    verdicts = dataset_verdicts(cells)
+    outcome = Outcome(
+        cells,
+        verdicts,
+        fpr_rows(cells, verdicts, tests),
+        power_rows(cells, verdicts, tests),
+        time.perf_counter() - started,
+        workers,
+    )
+    outcome.files = write_outputs(outcome, size, out)
+    print_summary(outcome, console)
+    return outcome
+
+
+def inapplicable_reasons() -> dict[str, str]:
+    """Why a test has no applicable cell on a reference model."""
+    return {**LOG_PROBABILITY_TESTS}
+
+
+def write_outputs(outcome: Outcome, size: Size, out: Path) -> list[Path]:
+    """``reference_cells.csv``, ``reference_dataset_verdicts.csv``, ``fpr.md``, ``power.md``
+    and ``power.png`` in ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    cells_path = out / "reference_cells.csv"
+    _write_csv(cells_path, CELL_FIELDS, outcome.cells)
+    verdicts_path = out / "reference_dataset_verdicts.csv"
+    _write_csv(verdicts_path, VERDICT_FIELDS, outcome.verdicts)
+    fpr_path = out / "fpr.md"
+    fpr_path.write_text(fpr_markdown(outcome, size))
+    power_path = out / "power.md"
+    power_path.write_text(
+        "# Power of the tests of rows seen on partial memorizers (in-process calibration)\n\n"
+        f"{describe(size, outcome)}\n\nTPR = `evidence` among applicable cells, with its "
+        "Clopper-Pearson 95 % interval; `rest` is what answers the rows the partial "
+        "memorizer does not know.\n\n" + power_markdown(outcome.power) + "\n"
+    )
+    figure_path = out / "power.png"
+    power_figure(outcome.power, figure_path)
+    return [cells_path, verdicts_path, fpr_path, power_path, figure_path]
+
+
+def describe(size: Size, outcome: Outcome) -> str:
+    """One paragraph: what ran, how many cells, how long."""
+    return (
+        f"Files: {', '.join(size.datasets)}; negatives: {', '.join(negatives(size))} on the real "
+        f"files and {TWIN_MODEL} on twins, seeds 0-{size.negative_seeds - 1}; partial "
+        f"memorizers at shares {', '.join(f'{s:g}' for s in size.shares)}, rests "
+        f"{', '.join(size.rests)}, seeds 0-{size.power_seeds - 1}; settings "
+        f"{', '.join(size.settings)}. {len(outcome.cells)} cells, "
+        f"{outcome.seconds:.0f} s with {outcome.workers} worker(s)."
+    )
+
+
+def fpr_markdown(outcome: Outcome, size: Size) -> str:
+    """``fpr.md``: the negatives' table, per setting and test, and the dataset verdict."""
+    body = fpr_table(outcome.fpr, inapplicable_reasons())
+    return (
+        "# False positives of the tests of rows seen on reference negatives (in-process)\n\n"
+        f"{describe(size, outcome)}\n\nA cell is applicable unless its test said "
+        "`not_applicable`; the bound is the exact one-sided 95 % upper bound of the FPR "
+        "(with 0 of n: 1 - 0.05^(1/n)). A test asked at the same counts at both settings "
+        "is run once and counted at both.\n\n" + markdown(FPR_HEADER, body) + "\n"
+    )
+
+
+def print_summary(outcome: Outcome, console: Console) -> None:
+    """The FPR table and one line of time, on the terminal."""
+    table = Table(title="False positives on reference negatives")
+    for name in FPR_HEADER:
+        table.add_column(name)
+    for row in fpr_table(outcome.fpr, inapplicable_reasons()):
+        style = "bold" if row[1] == DATASET_VERDICT else None
+        table.add_row(*(str(c) for c in row), style=style)
+    console.print(table)
+    rate = len(outcome.cells) / outcome.seconds if outcome.seconds else 0.0
+    console.print(
+        f"{len(outcome.cells)} cells and {len(outcome.verdicts)} dataset verdicts in "
+        f"{outcome.seconds:.1f} s ({rate:.1f} cells/s, {outcome.workers} worker(s))"
+    )
+
+
+def _write_csv(path: Path, fields: Sequence[str], rows: Sequence[dict[str, Any]]) -> None:
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(fields), extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)

@@ -1,0 +1,250 @@
+"""The calibration cells as rates: dataset verdicts per cell group, the false-positive table
+(``fpr.md``) with its exact upper bounds, the power table (``power.md``) and its figure.
+
+A *negative* cell is a model that knows no row of the file it is asked about (the oracles
+that know no row on the real files, the memorizer on twins); a *power* cell is a partial
+memorizer. Rates count applicable cells only: a test that says ``not_applicable`` made no
+claim, right or wrong, and the tables say how many such cells there were.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from scipy import stats
+
+from tabmem.results import Verdict
+from tabmem.stats.combine import DatasetRule, TestOutcome, decide_dataset
+from tabmem.stats.pvalues import clopper_pearson
+
+DATASET_VERDICT = "dataset verdict"
+"""How the tables name the combined verdict of a cell's tests of rows seen."""
+CELL_KEY = ("model", "rest", "share", "dataset", "transform", "seed", "setting")
+"""The fields that name one model × dataset × transform × seed × setting: one dataset verdict."""
+LEVEL = 0.95
+
+
+def fpr_upper_bound(evidence: int, n: int, level: float = LEVEL) -> float:
+    """The exact one-sided upper confidence bound of a rate of ``evidence`` in ``n`` cells
+    (Clopper-Pearson); with none in ``n`` it is ``1 - (1 - level) ** (1 / n)``."""
+    if n <= 0:
+        return 1.0
+    if evidence >= n:
+        return 1.0
+    return float(stats.beta.ppf(level, evidence + 1, n - evidence))
+
+
+def fraction(k: int, n: int) -> str:
+    """``k/n = rate`` as the tables write a count."""
+    return f"{k}/{n} = {k / n:.3f}" if n else f"{k}/0"
+
+
+def role(row: Mapping[str, Any]) -> str:
+    """``power`` for a partial memorizer's cell, ``negative`` for every other reference cell."""
+    return "power" if row["model"] == "oracle-partial" else "negative"
+
+
+def dataset_verdicts(
+    rows: Iterable[Mapping[str, Any]], rule: DatasetRule | None = None
+) -> list[dict[str, Any]]:
+    """One row per model × dataset × transform × seed × setting (and share and rest): the
+    dataset verdict (``tabmem.stats.combine.decide_dataset``) over that cell's tests."""
+    groups: dict[tuple[Any, ...], list[TestOutcome]] = defaultdict(list)
+    for row in rows:
+        p = row["p_value"]
+        groups[tuple(row[k] for k in CELL_KEY)].append(
+            TestOutcome(row["test"], row["verdict"], None if p in ("", None) else float(p))
+        )
+    out = []
+    for key, outcomes in groups.items():
+        decided = decide_dataset(outcomes, rule or DatasetRule())
+        out.append(
+            {
+                **dict(zip(CELL_KEY, key, strict=True)),
+                "test": DATASET_VERDICT,
+                "verdict": str(decided.verdict),
+                "p_value": decided.p_value,
+                "tests": len(outcomes),
+                "combined": len(decided.combined),
+                "carried_by": " ".join(decided.carried_by),
+            }
+        )
+    return out
+
+
+def _count(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    verdicts = [str(r["verdict"]) for r in rows]
+    applicable = [v for v in verdicts if v != Verdict.NOT_APPLICABLE]
+    return {
+        "cells": len(verdicts),
+        "applicable": len(applicable),
+        "evidence": applicable.count(Verdict.EVIDENCE),
+        "ambiguous": applicable.count(Verdict.AMBIGUOUS),
+    }
+
+
+def fpr_rows(
+    cells: Sequence[Mapping[str, Any]], verdicts: Sequence[Mapping[str, Any]], tests: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Per setting, per test of rows seen and for the dataset verdict: the negative cells, how
+    many were applicable, ``evidence`` and ``ambiguous`` among them, and the FPR's bound."""
+    out = []
+    settings = sorted({str(r["setting"]) for r in cells})
+    by: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for row in [*cells, *verdicts]:
+        if role(row) == "negative":
+            by[(str(row["setting"]), str(row["test"]))].append(row)
+    for setting in settings:
+        for test in [*tests, DATASET_VERDICT]:
+            counted = _count(by[(setting, test)])
+            if not counted["cells"]:
+                continue
+            bound = fpr_upper_bound(counted["evidence"], counted["applicable"])
+            out.append({"setting": setting, "test": test, **counted, "fpr_upper_95": bound})
+    return out
+
+
+def power_rows(
+    cells: Sequence[Mapping[str, Any]], verdicts: Sequence[Mapping[str, Any]], tests: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Per rest, setting, test (and the dataset verdict) and share: the partial memorizer's
+    ``evidence`` among applicable cells, the rate and its Clopper-Pearson 95 % interval."""
+    by: dict[tuple[str, str, str, float], list[Mapping[str, Any]]] = defaultdict(list)
+    for row in [*cells, *verdicts]:
+        if role(row) == "power":
+            key = (str(row["rest"]), str(row["setting"]), str(row["test"]), float(row["share"]))
+            by[key].append(row)
+    out = []
+    order = {name: i for i, name in enumerate([*tests, DATASET_VERDICT])}
+    for (rest, setting, test, share), rows in sorted(
+        by.items(), key=lambda kv: (kv[0][0], kv[0][1], order.get(kv[0][2], -1), kv[0][3])
+    ):
+        counted = _count(rows)
+        low, high = clopper_pearson(counted["evidence"], counted["applicable"])
+        out.append(
+            {
+                "rest": rest,
+                "setting": setting,
+                "test": test,
+                "share": share,
+                **counted,
+                "tpr": counted["evidence"] / counted["applicable"]
+                if counted["applicable"]
+                else None,
+                "tpr_low": low,
+                "tpr_high": high,
+            }
+        )
+    return out
+
+
+def markdown(header: Sequence[str], body: Iterable[Sequence[Any]]) -> str:
+    """A GitHub-flavoured markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in body]
+    return "\n".join(lines)
+
+
+def fpr_table(fpr: Sequence[Mapping[str, Any]], inapplicable: Mapping[str, str]) -> list[list[str]]:
+    """The FPR rows as table cells; ``inapplicable`` names the tests with no applicable
+    negative cell and why (Min-K% Prob and row order need log-probabilities)."""
+    body = []
+    for r in fpr:
+        n = r["applicable"]
+        if n:
+            bound = f"{r['fpr_upper_95']:.4f}"
+        else:
+            bound = inapplicable.get(r["test"], "not applicable on every cell")
+        body.append(
+            [
+                r["setting"],
+                r["test"],
+                str(n),
+                str(r["cells"] - n),
+                str(r["evidence"]),
+                str(r["ambiguous"]),
+                bound,
+            ]
+        )
+    return body
+
+
+FPR_HEADER = ("setting", "test", "negatives", "n/a", "evidence", "ambiguous", "FPR <= (95%)")
+"""The FPR table's columns: applicable negative cells, those not applicable, ``evidence`` and
+``ambiguous`` among the applicable, and the exact one-sided 95 % upper bound of the FPR."""
+
+
+def power_markdown(power: Sequence[Mapping[str, Any]]) -> str:
+    """One table per rest and setting: tests as rows, shares as columns, TPR with interval."""
+    shares = sorted({float(r["share"]) for r in power})
+    parts = []
+    groups: dict[tuple[str, str], dict[str, dict[float, Mapping[str, Any]]]] = defaultdict(dict)
+    for r in power:
+        groups[(r["rest"], r["setting"])].setdefault(r["test"], {})[float(r["share"])] = r
+    for (rest, setting), by_test in groups.items():
+        body = []
+        for test, by_share in by_test.items():
+            cells = []
+            for share in shares:
+                r = by_share.get(share)
+                if r is None or not r["applicable"]:
+                    cells.append("-")
+                else:
+                    rate = fraction(r["evidence"], r["applicable"])
+                    cells.append(f"{rate} [{r['tpr_low']:.2f}, {r['tpr_high']:.2f}]")
+            body.append([test, *cells])
+        header = ["test", *(f"TPR at share {s:g}" for s in shares)]
+        parts.append(f"### rest: {rest}, setting: {setting}\n\n" + markdown(header, body))
+    return "\n\n".join(parts)
+
+
+def power_figure(power: Sequence[Mapping[str, Any]], path: Path) -> None:
+    """TPR by share with its interval: one panel per rest and setting, the dataset verdict
+    bold, each test thin."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = sorted({(r["rest"], r["setting"]) for r in power})
+    if not panels:
+        return
+    figure, axes = plt.subplots(
+        1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False, sharey=True
+    )
+    for ax, (rest, setting) in zip(axes[0], panels, strict=True):
+        lines: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+        for r in power:
+            if (r["rest"], r["setting"]) == (rest, setting) and r["applicable"]:
+                lines[r["test"]].append(r)
+        for test, points in lines.items():
+            points = sorted(points, key=lambda r: r["share"])
+            x = [p["share"] for p in points]
+            y = [p["tpr"] for p in points]
+            err = [
+                [p["tpr"] - p["tpr_low"] for p in points],
+                [p["tpr_high"] - p["tpr"] for p in points],
+            ]
+            bold = test == DATASET_VERDICT
+            ax.errorbar(
+                x,
+                y,
+                yerr=err if bold else None,
+                label=test,
+                linewidth=2.5 if bold else 0.9,
+                color="black" if bold else None,
+                capsize=3 if bold else 0,
+                marker="o" if bold else ".",
+            )
+        ax.set_xscale("log")
+        ax.set_title(f"rest {rest}, {setting} counts", fontsize=9)
+        ax.set_xlabel("share of rows known")
+        ax.set_ylim(-0.02, 1.02)
+    axes[0][0].set_ylabel("TPR (evidence)")
+    axes[0][-1].legend(fontsize=6, loc="lower right")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)

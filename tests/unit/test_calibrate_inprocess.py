@@ -1,0 +1,146 @@
+"""The in-process calibration: its smoke size end to end, the FPR bound, the dataset
+verdicts' grouping, and the shared plan giving what ``run_test`` gives."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import replace
+
+import pytest
+from rich.console import Console
+
+from tabmem.battery.base import TestContext, run_test
+from tabmem.calibrate import SIZES, calibrate
+from tabmem.calibrate.cells import Job, ModelSpec, run_job
+from tabmem.calibrate.run import compose_world
+from tabmem.calibrate.tables import (
+    DATASET_VERDICT,
+    dataset_verdicts,
+    fpr_rows,
+    fpr_upper_bound,
+)
+from tabmem.llm.oracle.partial import Recall
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("calibration")
+    console = Console(record=True, width=160)
+    outcome = calibrate(SIZES["smoke"], out, workers=1, console=console)
+    return outcome, out, console.export_text()
+
+
+def test_smoke_size_runs_every_cell_and_prints_its_tables(smoke) -> None:
+    outcome, out, printed = smoke
+    size = SIZES["smoke"]
+    # per setting: the negatives and one partial memorizer on the file, the memorizer on its twin
+    models = len(size.negatives) + len(size.shares) * len(size.rests) + 1
+    assert len(outcome.cells) == models * len(size.tests) * len(size.settings)
+    assert len(outcome.verdicts) == models * len(size.settings)
+    assert "False positives on reference negatives" in printed
+    for test in (*size.tests, DATASET_VERDICT):
+        assert test in printed
+    assert f"{len(outcome.cells)} cells and {len(outcome.verdicts)} dataset verdicts in" in printed
+    for name in ("reference_cells.csv", "fpr.md", "power.md", "power.png"):
+        assert (out / name).stat().st_size > 0
+    with (out / "reference_cells.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == len(outcome.cells)
+    assert {r["transform"] for r in rows if r["model"] == "oracle-memorizer"} == {"twin"}
+    assert DATASET_VERDICT in (out / "power.md").read_text()
+
+
+def test_fpr_table_counts_the_negatives_of_each_setting(smoke) -> None:
+    outcome, _, _ = smoke
+    size = SIZES["smoke"]
+    negatives = len(size.negatives) + 1  # and the memorizer on the twin
+    for row in outcome.fpr:
+        assert row["cells"] == negatives
+        assert row["evidence"] + row["ambiguous"] <= row["applicable"] <= row["cells"]
+        assert row["fpr_upper_95"] == fpr_upper_bound(row["evidence"], row["applicable"])
+    assert {(r["setting"], r["test"]) for r in outcome.fpr} == {
+        (s, t) for s in size.settings for t in (*size.tests, DATASET_VERDICT)
+    }
+
+
+@pytest.mark.parametrize("n", [1, 10, 500, 1000])
+def test_fpr_bound_with_no_evidence_is_the_exact_formula(n: int) -> None:
+    assert fpr_upper_bound(0, n) == pytest.approx(1 - 0.05 ** (1 / n), rel=1e-9)
+
+
+def test_fpr_bound_grows_with_evidence_and_shrinks_with_cells() -> None:
+    assert fpr_upper_bound(0, 500) < 0.006
+    assert fpr_upper_bound(1, 500) > fpr_upper_bound(0, 500)
+    assert fpr_upper_bound(1, 1000) < fpr_upper_bound(1, 500)
+    assert fpr_upper_bound(0, 0) == 1.0
+    assert fpr_upper_bound(3, 3) == 1.0
+
+
+def _row(test: str, verdict: str, p: float | None, seed: int = 0, setting: str = "default"):
+    return {
+        "model": "oracle-learner",
+        "rest": "",
+        "share": "",
+        "dataset": "iris",
+        "transform": "original",
+        "seed": seed,
+        "setting": setting,
+        "test": test,
+        "verdict": verdict,
+        "p_value": p,
+    }
+
+
+def test_dataset_verdicts_group_one_model_file_seed_and_setting() -> None:
+    rows = [
+        _row("row_completion", "evidence", 1e-9),
+        _row("feature_completion", "no_evidence", 0.8),
+        _row("min_k_prob", "not_applicable", None),
+        _row("row_completion", "no_evidence", 0.7, seed=1),
+        _row("feature_completion", "no_evidence", 0.4, seed=1),
+        _row("row_completion", "not_applicable", None, setting="papers"),
+    ]
+    verdicts = {(v["seed"], v["setting"]): v for v in dataset_verdicts(rows)}
+    assert set(verdicts) == {(0, "default"), (1, "default"), (0, "papers")}
+    assert verdicts[(0, "default")]["verdict"] == "evidence"
+    assert verdicts[(0, "default")]["tests"] == 3
+    assert verdicts[(0, "default")]["combined"] == 2
+    assert verdicts[(0, "default")]["carried_by"] == "row_completion"
+    assert verdicts[(1, "default")]["verdict"] == "no_evidence"
+    assert verdicts[(0, "papers")]["verdict"] == "not_applicable"
+    assert 0.01 <= verdicts[(1, "default")]["p_value"] <= 1
+
+
+def test_fpr_rows_count_applicable_dataset_verdicts_only() -> None:
+    rows = [
+        _row("row_completion", "evidence", 1e-9),
+        _row("row_completion", "no_evidence", 0.7, seed=1),
+        _row("row_completion", "not_applicable", None, seed=2),
+    ]
+    verdicts = dataset_verdicts(rows)
+    fpr = {r["test"]: r for r in fpr_rows(rows, verdicts, ["row_completion"])}
+    assert fpr["row_completion"]["cells"] == 3
+    assert fpr["row_completion"]["applicable"] == 2
+    assert fpr["row_completion"]["evidence"] == 1
+    assert fpr[DATASET_VERDICT]["applicable"] == 2
+    assert fpr[DATASET_VERDICT]["evidence"] == 1
+
+
+def test_a_shared_plan_gives_what_run_test_gives() -> None:
+    tests = ("row_completion", "feature_completion")
+    world = compose_world(replace(SIZES["smoke"], tests=tests))
+    specs = (ModelSpec("oracle-copula"), ModelSpec("oracle-partial", Recall(0.2, 3, "random")))
+    rows = run_job(world, Job("iris", "original", 3, "default", specs, tests))
+    shared = {(r["model"], r["test"]): r for r in rows}
+    dataset = world.dataset("iris", "original", 3)
+    for spec in specs:
+        for test in tests:
+            ctx = TestContext(dataset, world.model(spec), world.settings["default"][test], 3)
+            alone = run_test(test, ctx)
+            row = shared[(spec.name, test)]
+            assert (row["verdict"], row["n_hits"], row["n_queries"], row["p_value"]) == (
+                str(alone.verdict),
+                alone.n_hits,
+                alone.n_queries,
+                alone.p_value,
+            )
