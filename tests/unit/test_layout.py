@@ -23,7 +23,6 @@ LAYERS = [
     {"api"},
     {"calibrate"},
     {"rescore"},
-    {"main"},
     {"cli"},
     {"tabmem"},
 ]
