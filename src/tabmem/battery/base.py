@@ -144,6 +144,8 @@ def run_test(name: str, ctx: TestContext) -> TestResult:
     """Run test ``name`` on a cell, or say why it does not apply to the cell's model."""
     test = get_test(name)
     reason = inapplicable_reason(name, ctx.model) if ctx.model is not None else ""
+    if not reason and ctx.model is not None and _READS_DATASET.get(name, True):
+        reason = ctx.model.unknown_data_reason(ctx.dataset)
     result = TestResult.not_applicable(name, reason) if reason else test(ctx)
     if ctx.dataset.spec.delimiter_sniffed:
         result.info["delimiter"] = ctx.dataset.delimiter  # read from the header, not configured

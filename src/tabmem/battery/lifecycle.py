@@ -81,6 +81,7 @@ class Lifecycle(ABC, Generic[Q, F]):
     claims: ClassVar[str]  # what its evidence claims: one of tabmem.battery.base.CLAIMS
     settings: ClassVar[type[TestSettings]]  # the fields of conf/test/<name>.yaml it reads
     reads_dataset: ClassVar[bool] = True  # false: the cell's dataset is ignored (synthetic tasks)
+    min_columns: ClassVar[int] = 1  # 2 for a test that asks one column from the others
 
     def bind(self, ctx: TestContext) -> TestContext:
         """The cell with its config loaded into the test's typed settings (``ctx.params``),
@@ -121,6 +122,13 @@ class Lifecycle(ABC, Generic[Q, F]):
     def run(self, ctx: TestContext) -> TestResult:
         """Plan, ask the model, score, decide: the test as the runner runs it."""
         ctx = self.bind(ctx)
+        columns = len(ctx.dataset.feature_names)
+        if self.reads_dataset and columns < self.min_columns:
+            return TestResult.not_applicable(
+                self.name,
+                f"the file has {columns} column; the {self.title} test needs at least "
+                f"{self.min_columns}, one to ask and others to ask it from",
+            )
         planned = self.plan(ctx)
         if isinstance(planned, TestResult):
             return planned

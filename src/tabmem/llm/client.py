@@ -22,7 +22,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -36,6 +36,9 @@ from tabmem.llm.plan import RequestPlan, prompt_tokens
 from tabmem.llm.pricing import Price
 from tabmem.llm.reasoning import Reasoning, finish, provider_params
 from tabmem.llm.stopping import cut_at_stops
+
+if TYPE_CHECKING:
+    from tabmem.data import Dataset
 
 
 @dataclass(frozen=True)
@@ -195,6 +198,12 @@ class LanguageModel:
     def endpoint(self) -> str:
         """Where this model's requests go ("" for models that run here)."""
         return str(self.backend.identity.get("endpoint", ""))
+
+    def unknown_data_reason(self, dataset: Dataset) -> str:
+        """Why this model cannot answer about ``dataset`` at all, whatever it is asked (a
+        reference model that knows only the shipped files), or "" when it can."""
+        check = getattr(self.backend, "unknown_data_reason", None)
+        return str(check(dataset)) if callable(check) else ""
 
     def count_tokens(self, text: str) -> int:
         """Tokens as the backend counts them, else a cautious estimate of one per 3 characters."""

@@ -9,6 +9,7 @@ from tabmem.errors import ConfigError
 from tabmem.llm.base import BaseBackend, GenerationParams, Message
 
 if TYPE_CHECKING:
+    from tabmem.data import Dataset
     from tabmem.llm.backends import BuildContext
 
 
@@ -35,7 +36,10 @@ class OracleBackend(BaseBackend):
                 f"Unknown oracle '{oracle}'; the oracles are: "
                 f"{', '.join(name.removeprefix('oracle-') for name in ORACLES)}, partial."
             )
-        self.server = OracleServer(load_available_datasets())
+        known = load_available_datasets()
+        self._known = ({d.path.resolve() for d in known}, {d.text for d in known})
+        self._knows_files = oracle != "null"  # the null model knows no file and makes text up
+        self.server = OracleServer(known)
         self.server.start()
         self._client = LiteLLMBackend(
             model=f"openai/{model_id}",
@@ -54,6 +58,17 @@ class OracleBackend(BaseBackend):
             name=cfg["name"],
             timeout=float(cfg.get("timeout", 60)),
             recall=cfg.get("recall"),
+        )
+
+    def unknown_data_reason(self, dataset: Dataset) -> str:
+        """Why this oracle cannot answer about ``dataset`` (it knows the shipped files only,
+        and a transform of one), or "" when it can."""
+        paths, texts = self._known
+        if not self._knows_files or dataset.path.resolve() in paths or dataset.text in texts:
+            return ""
+        return (
+            f"the reference model '{self.identity['model']}' knows only the files shipped in "
+            f"data/, not {dataset.path.name}, so it cannot answer about this file"
         )
 
     def chat(self, messages: list[Message], params: GenerationParams) -> str:
