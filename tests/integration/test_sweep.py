@@ -76,6 +76,8 @@ def test_second_invocation_skips_and_forced_rerun_hits_the_cache(swept):
     again = run_cells(outputs, *GRID)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "0 finished, 9 skipped, 0 failed" in again.stdout
+    # a skipped cell shows its stored run's verdict and hits, not dashes
+    assert again.stdout.count("no_evidence") == 6 and again.stdout.count(" 4/4 ") == 3
     forced = run_cells(outputs, *GRID, "force=true")
     assert forced.returncode == 0, forced.stderr[-3000:]
     _, client = runs_by_cell(outputs)
