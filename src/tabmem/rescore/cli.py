@@ -9,7 +9,7 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tabmem.errors import ConfigError, TabmemError
 from tabmem.rescore.folder import (
@@ -121,25 +121,59 @@ def dataset_summary(verdicts: Sequence[DatasetOutcome]) -> str:
     return console.export_text()
 
 
+def _run_config(file: Path) -> dict[str, Any]:
+    """What the ``config.yaml`` beside a run's ``queries.json`` (both artifacts of one MLflow
+    run) says its cell was: dataset (a user's file by its path), test, model, transform, seed;
+    {} without one. A suite's config names no single test."""
+    import yaml
+
+    from tabmem.data import dataset_specs
+
+    path = file.with_name("config.yaml")
+    cfg = yaml.safe_load(path.read_text()) if path.is_file() else None
+    if not isinstance(cfg, dict):
+        return {}
+    dataset, test = cfg.get("dataset") or {}, cfg.get("test") or {}
+    name, data_path = dataset.get("name"), dataset.get("path")
+    return {
+        "--dataset": data_path if data_path and name not in dataset_specs() else name,
+        "data_path": data_path,
+        "--test": None if test.get("suite") else test.get("name"),
+        "--model-name": (cfg.get("model") or {}).get("name"),
+        "transform": (cfg.get("transform") or {}).get("name"),
+        "seed": cfg.get("seed"),
+    }
+
+
 def _one_file(args: argparse.Namespace) -> str:
-    needed = {"--dataset": args.dataset, "--test": args.test, "--model-name": args.model_name}
+    """Rescore one file; what the flags leave out is read from a run's ``config.yaml`` beside
+    it (flags at their defaults, ``--transform=original`` and ``--seed=0``, give way to it)."""
+    beside = _run_config(args.file) if args.file.suffix == ".json" else {}
+    given = {"--dataset": args.dataset, "--test": args.test, "--model-name": args.model_name}
+    needed = {flag: value or beside.get(flag) for flag, value in given.items()}
     missing = [flag for flag, value in needed.items() if not value]
     if missing:
-        raise ConfigError(f"Rescoring one file needs {', '.join(missing)}.")
+        raise ConfigError(
+            f"Rescoring one file needs {', '.join(missing)} (or a run's config.yaml beside it)."
+        )
     paths = data_paths(args.data)
+    if not args.dataset and beside.get("data_path") not in (None, needed["--dataset"]):
+        paths.setdefault(str(needed["--dataset"]), Path(beside["data_path"]))
+    transform = beside.get("transform") if args.transform == "original" else args.transform
+    seed = beside.get("seed") if args.seed == 0 else args.seed
     done = run_rescore(
         args.file,
-        args.dataset,
-        args.test,
-        args.model_name,
+        str(needed["--dataset"]),
+        str(needed["--test"]),
+        str(needed["--model-name"]),
         layout=args.format,
-        transform=args.transform,
-        seed=args.seed,
+        transform=str(transform or "original"),
+        seed=int(seed or 0),
         experiment=args.experiment,
         outputs_dir=args.outputs_dir,
         settings=args.set,
         ignore=args.ignore_column,
-        data_path=paths.get(args.dataset),
+        data_path=paths.get(str(needed["--dataset"])),
         force=args.force,
     )
     located = done.located
