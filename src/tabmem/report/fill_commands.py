@@ -2,7 +2,9 @@
 
 A table never invents a number: a cell without a run prints ``-`` and the table's footnote
 names one ``python run.py -m`` sweep over the missing models, datasets and tests. The sweep
-may include cells that already ran; the runner skips those (same configuration, finished).
+may include cells that already ran; the runner skips those (same configuration, finished, in
+the same experiment: a table read from every experiment names none, so the sweep logs to the
+default one). A user's own file is named as ``dataset=csv`` with its name and a path to fill in.
 """
 
 from __future__ import annotations
@@ -19,6 +21,15 @@ def user_provided_datasets() -> frozenset[str]:
     from tabmem.data import dataset_specs
 
     return frozenset(name for name, spec in dataset_specs().items() if spec.user_provided)
+
+
+@lru_cache(maxsize=1)
+def dataset_configs() -> frozenset[str]:
+    """The names ``dataset=`` takes (``conf/dataset/``); any other dataset of a run was a
+    user's own file, run as ``dataset=csv dataset.name=<name>``."""
+    from tabmem.data import dataset_specs
+
+    return frozenset(dataset_specs())
 
 
 @dataclass
@@ -46,14 +57,17 @@ class MissingCells:
         """``python run.py -m`` over the missing models, the given datasets and overrides."""
         parts = [f"model={','.join(self.models)}", f"dataset={','.join(datasets)}"]
         parts += [f"{key}={','.join(values)}" for key, values in self.overrides.items()]
-        return " ".join(["python run.py -m", *parts, f"experiment={self.experiment}"])
+        if self.experiment:  # else the default experiment, where plain runs were logged
+            parts.append(f"experiment={self.experiment}")
+        return " ".join(["python run.py -m", *parts])
 
     def footnote(self, mark: str = NO_RUN) -> str:
         """``mark``: no run yet, and the command that would fill those cells ('' if none)."""
         if not self:
             return ""
+        own = [d for d in self.datasets if d not in dataset_configs()]
         user = [d for d in self.datasets if d in user_provided_datasets()]
-        shipped = [d for d in self.datasets if d not in user]
+        shipped = [d for d in self.datasets if d not in {*user, *own}]
         text = f"`{mark}` : no run yet (nothing is carried over from the papers)."
         if shipped:
             text += f" Fill with `{self.command(shipped)}` (cells that already ran are skipped)."
@@ -65,6 +79,11 @@ class MissingCells:
         elif user:
             command = self.command(["<name>"]) + " dataset.path=/path/to/file.csv"
             text += f" Fill with `{command}` for each of {', '.join(user)} (files you provide)."
+        for name in own:
+            command = (
+                self.command(["csv"]) + f" dataset.name={name} dataset.path=/path/to/{name}.csv"
+            )
+            text += f" Your file {name}: `{command}`."
         return text
 
 
