@@ -31,7 +31,7 @@ from tabmem.prompts.fewshot import fit_to_context
 from tabmem.prompts.observations import dataset_title
 from tabmem.prompts.probe_records import ValueTable
 from tabmem.results import QueryRecord, TestResult
-from tabmem.stats.best_of import COPULA, FLOOR, MODE, NEIGHBOURS, BestOf, choice_chances
+from tabmem.stats.best_of import CHANCE, COPULA, MODE, NEIGHBOURS, BestOf, choice_chances
 from tabmem.stats.hits import HitCount, unreachable_reason
 from tabmem.stats.probes import (
     ChoiceSummary,
@@ -66,7 +66,7 @@ class ChoiceQuestion:
         scores = {MODE: self.frequency_scores, NEIGHBOURS: self.rule_scores}
         if self.copula_scores:
             scores[COPULA] = self.copula_scores
-        return {**choice_chances(scores, self.correct), FLOOR: 1.0 / n_options}
+        return {**choice_chances(scores, self.correct), CHANCE: 1.0 / n_options}
 
 
 @dataclass(frozen=True)

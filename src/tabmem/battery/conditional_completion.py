@@ -9,8 +9,7 @@ query's baseline is the best chance of a valid answer that any data-only predict
 each fitted without the queried row (``tabmem.stats.best_of``): the feature's mode and a draw
 from its distribution, the greedy answer of a nearest-neighbour model of the file
 (``tabmem.stats.neighbours``), the greedy answer and a draw of the Gaussian copula's
-conditional given the shown values, and, as a floor, a draw from the feature's marginal with
-the row counted (its chance computed exactly from the data, the old strategy). The valid
+conditional given the shown values (a draw's chance computed exactly from the data). The valid
 answers are tested against the mean of those by the count rule (``tabmem.stats.hits``).
 """
 
@@ -53,7 +52,7 @@ from tabmem.prompts.observations import (
     row_values,
 )
 from tabmem.results import QueryRecord, TestResult
-from tabmem.stats.best_of import FLOOR, BestOf, ValuePredictors, predictors_of
+from tabmem.stats.best_of import BestOf, ValuePredictors, predictors_of
 from tabmem.stats.hits import HitCount, decide_hits
 from tabmem.stats.prefixes import PrefixIndex, wilson
 from tabmem.stats.samples import data_values
@@ -380,7 +379,7 @@ class ConditionalCompletion(Rescorable[Asked, PrefixFacts]):
                 "marginal_chance": chance,
                 "greedy_answer": greedy,
                 "greedy_valid": greedy_valid,
-                "baseline_chances": {**chances, FLOOR: chance},
+                "baseline_chances": chances,
             },
         )
 
@@ -445,8 +444,7 @@ def _result(
                 f"from at least {p.min_hits} valid answers; the baseline is, per query, the "
                 "best chance of a valid answer of any data-only predictor (mode, marginal draw, "
                 "nearest neighbours, the copula's conditional greedy or drawn, each fitted "
-                "without the queried row; the marginal draw with the row counted as a floor), "
-                "averaged over the queries"
+                "without the queried row), averaged over the queries"
             ),
             "baseline_set_by": best.leader(),
             "prompt_form": ctx.prompt_form,

@@ -8,8 +8,8 @@ follows from the species and the petal width. So each query's baseline is the be
 data-only predictor reaches on it, each fitted without the queried row
 (``tabmem.stats.best_of``): the column's mode and a draw from it, the greedy answer of a
 nearest-neighbour model of the other features, the greedy answer and a draw of the Gaussian
-copula's conditional, and, as a floor, the file's marginal rate (``file rate``). Exact answers
-beyond the mean of those per-query baselines point to memory of the rows
+copula's conditional. Exact answers beyond the mean of those per-query baselines (or the
+file's marginal rate, ``file rate``, where that is higher) point to memory of the rows
 (``tabmem.stats.hits``). A
 feature the predictors get too well leaves no room for memory to show, and the test does not
 apply.
@@ -45,7 +45,7 @@ from tabmem.prompts.observations import parse_observation
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.answers import feature_answer, values_match
 from tabmem.stats.baselines import MarginalMatch, marginal_match
-from tabmem.stats.best_of import FLOOR, NEIGHBOURS, BestOf, ValuePredictors, predictors_of
+from tabmem.stats.best_of import NEIGHBOURS, BestOf, ValuePredictors, predictors_of
 from tabmem.stats.hits import unreachable_reason
 from tabmem.stats.pvalues import binomial_greater
 from tabmem.stats.uniqueness import (
@@ -228,15 +228,13 @@ def query_chances(
     columns: Mapping[str, list[str]],
     row: int,
     feature: str,
-    chance: MarginalMatch,
 ) -> dict[str, float]:
     """Each data-only predictor's chance of naming data row ``row``'s value of ``feature``
-    from its other values, fitted without the row; the file's marginal rate as a floor."""
+    from its other values, fitted without the row."""
     target = list(columns).index(feature)
     values = [column[row] for column in columns.values()]
     given = {j: v for j, v in enumerate(values) if j != target}
-    found = predictors.chances(target, given, row, [values[target]])
-    return {**found, FLOOR: chance.rate}
+    return predictors.chances(target, given, row, [values[target]])
 
 
 def _feature_reason(chosen: UniqueFeature | None, named: bool, minimum: float) -> str:
@@ -294,10 +292,8 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
             return TestResult.not_applicable(TEST, reason)
         chance = marginal_match(columns[chosen.name])
         predictors = predictors_of(ctx.dataset)
-        chances = {
-            q.row: query_chances(predictors, columns, q.row, chosen.name, chance) for q in queries
-        }
-        best = BestOf.of([chances[q.row] for q in queries])
+        chances = {q.row: query_chances(predictors, columns, q.row, chosen.name) for q in queries}
+        best = BestOf.of([chances[q.row] for q in queries], floor=chance.rate)
         reason = unreachable_reason(len(queries), best.rate, count_rule(p), chosen.name)
         if reason:
             figures = {"predictor_accuracy": best.rate, "marginal_rate": chance.rate}
@@ -353,7 +349,7 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
         chosen, chance = facts.chosen, facts.chance
         n = len(records)
         hits = int(sum(r.score for r in records))
-        best = BestOf.of([r.extra["baseline_chances"] for r in records])
+        best = BestOf.of([r.extra["baseline_chances"] for r in records], floor=chance.rate)
         return against_best_predictor(
             ctx,
             TEST,
@@ -379,9 +375,9 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
                 "evidence_rule": (
                     "evidence when exact values beat the baseline — per query the best chance "
                     "of any data-only predictor (mode, marginal draw, nearest neighbours, the "
-                    "copula's conditional greedy or drawn; the file's marginal rate as a floor), "
-                    "each fitted without the queried row, averaged over the queries — with an "
-                    "exact binomial p < alpha from at least min_hits hits"
+                    "copula's conditional greedy or drawn), each fitted without the queried row, "
+                    "averaged over the queries, or the file's marginal rate where higher — with "
+                    "an exact binomial p < alpha from at least min_hits hits"
                 ),
             },
         )

@@ -7,10 +7,10 @@ predictors are fitted on the file alone (most frequent token, logistic regressio
 gradient-boosted trees, all seeing the previous rows), cross-fitted so that every scored row is
 predicted by models that never learnt it, as the papers compared with the best of those three.
 Each query's baseline is the best that any of them, or a draw from the other rows' first
-tokens, reaches on it, with the best predictor's accuracy over all scored rows as a floor
-(``tabmem.stats.best_of``): what a model without the rows reaches at its best. The model's
-hits are tested against the mean of those (``tabmem.stats.hits``); McNemar's paired test
-against the best predictor on the same queries is reported beside it.
+tokens, reaches on it; their mean over the queries, with the best predictor's accuracy over all
+scored rows as a floor (``tabmem.stats.best_of``), is what a model without the rows reaches at
+its best, and the model's hits are tested against it (``tabmem.stats.hits``); McNemar's paired
+test against the best predictor on the same queries is reported beside it.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def _token_reason(
     queried rows), or ""."""
     if len(tokens) <= 1:
         return f"the first token is always {next(iter(tokens), '')!r}"
-    rate = BestOf.of([baseline.chances(i) for i in positions]).rate
+    rate = BestOf.of([baseline.chances(i) for i in positions], floor=baseline.rate).rate
     return unreachable_reason(len(positions), rate, count_rule(ctx.params), "the first token")
 
 
@@ -196,7 +196,7 @@ class FirstToken(WindowTest[TokenFacts]):
         """The answers' first tokens against the per-query best of the data-only predictors;
         the context."""
         baseline, best = facts.baseline, facts.baseline.best
-        per_query = BestOf.of([r.extra["baseline_chances"] for r in records])
+        per_query = BestOf.of([r.extra["baseline_chances"] for r in records], floor=baseline.rate)
         model_only = sum(r.score == 1 and not r.extra["baseline_right"] for r in records)
         baseline_only = sum(r.score == 0 and r.extra["baseline_right"] for r in records)
         n = len(records)
@@ -209,7 +209,6 @@ class FirstToken(WindowTest[TokenFacts]):
             per_query.rate,
             metrics={
                 **{f"baseline_{r.name}": r.accuracy for r in baseline.predictors},
-                "baseline_file_rate": baseline.rate,
                 "baseline_cross_fitted": best.accuracy,
                 "baseline_chance": baseline.chance,
                 "baseline_on_queries": (hits - model_only + baseline_only) / n,
@@ -224,9 +223,9 @@ class FirstToken(WindowTest[TokenFacts]):
                 "evidence_rule": (
                     "evidence when first tokens beat the baseline — per query the best chance "
                     "of any cross-fitted data-only predictor (mode, logistic regression, "
-                    "gradient-boosted trees, a draw of the other rows' first tokens; the best "
-                    "one's accuracy over all scored rows as a floor), averaged over the "
-                    "queries — with an exact binomial p < alpha from at least min_hits hits"
+                    "gradient-boosted trees, a draw of the other rows' first tokens) averaged "
+                    "over the queries, the best one's accuracy over all scored rows as a floor "
+                    "— with an exact binomial p < alpha from at least min_hits hits"
                 ),
                 "best_baseline": best.name,
                 "baseline_set_by": per_query.leader(),

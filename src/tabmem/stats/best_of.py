@@ -9,10 +9,13 @@ rows, leaves a null that another data-only model beats: the Gaussian-copula lear
 the mode there and the copula's conditional stronger than both. So every test states, per
 query, each predictor's chance of being right (1 or 0 for a greedy answer, the probability of
 a right draw for a sampling one), and the query's baseline is the largest of them (``BestOf``).
-The test's rate is the mean over the queries asked; hits are compared with it by the exact
-binomial tail, which for a sum of Bernoulli variables of those means is conservative
-(Hoeffding 1956). No strategy that picks one of these predictors per query, even knowing which
-one is right, beats it; a model that knows rows beyond them does.
+The test's rate is the mean over the queries asked, or the file rate the test had before where
+that is higher (a rate over the whole file, so a floor on the mean, never a chance per query:
+taken per query it would count the mode twice, once where it is right and once as a rate);
+hits are compared with it by the exact binomial tail, which for a sum of Bernoulli variables
+of those means is conservative (Hoeffding 1956). No strategy that picks one of these
+predictors per query, even knowing which one is right, beats it; a model that knows rows
+beyond them does.
 
 ``ValuePredictors`` are the predictors of one value of a row given some of its other values,
 shared by feature completion, conditional completion and the choice probes: the column's
@@ -43,29 +46,31 @@ DRAW = "marginal draw"
 NEIGHBOURS = "nearest neighbours"
 COPULA = "copula conditional"
 COPULA_DRAW = "copula draw"
+CHANCE = "chance"
+"""A pick at random among a question's options: 1 / (number of options) on every question."""
 FLOOR = "file rate"
-"""The file-level rate a test had as its whole baseline before (the marginal rate, or first
-token's best cross-fitted accuracy over all scored positions), kept as a floor on every query
-so that no baseline falls below it."""
+"""The name of ``BestOf.floor`` in sentences and metrics."""
 
 
 @dataclass(frozen=True)
 class BestOf:
     """Each data-only predictor's chance of being right on each query (rows: queries, columns:
-    ``names``); the query's baseline is the row's largest chance."""
+    ``names``); the query's baseline is the row's largest chance. ``floor``: a file-level rate
+    the mean never goes below (the test's baseline before per-query baselines)."""
 
     names: tuple[str, ...]
     chances: np.ndarray
+    floor: float = 0.0
 
     @classmethod
-    def of(cls, per_query: Sequence[Mapping[str, float]]) -> BestOf:
+    def of(cls, per_query: Sequence[Mapping[str, float]], floor: float = 0.0) -> BestOf:
         """From one mapping predictor -> chance per query (a predictor missing on a query
         counts 0 there); the names keep their first order of appearance."""
         names = tuple(dict.fromkeys(name for query in per_query for name in query))
         table = np.array(
             [[float(query.get(name, 0.0)) for name in names] for query in per_query], dtype=float
         ).reshape(len(per_query), len(names))
-        return cls(names, table)
+        return cls(names, table, floor)
 
     @property
     def per_query(self) -> np.ndarray:
@@ -75,9 +80,14 @@ class BestOf:
         return self.chances.max(axis=1)
 
     @property
-    def rate(self) -> float:
+    def mean(self) -> float:
         """The mean of the per-query baselines (0 without queries)."""
         return float(self.per_query.mean()) if len(self.chances) else 0.0
+
+    @property
+    def rate(self) -> float:
+        """The baseline: the mean of the per-query baselines, or the floor where higher."""
+        return max(self.floor, self.mean)
 
     @property
     def best_single(self) -> float:
@@ -112,26 +122,33 @@ class BestOf:
 
     def sentence(self) -> str:
         """Which predictors set the baseline, and each one's mean chance, in words."""
+        floor = f"; {FLOOR} {self.floor:.3f} as a floor" if self.floor else ""
+        if self.floor > self.mean:
+            floor += f", above the per-query best {self.mean:.3f}: it sets the baseline"
         if not self.names:
-            return "no data-only predictor applies"
+            return f"no data-only predictor applies{floor}"
         means = ", ".join(f"{n} {a:.3f}" for n, a in self.accuracies().items())
         setters = self.setters()
         if not setters:
-            return f"the best per query of {means}; none is ever right"
+            return f"the best per query of {means}; none is ever right{floor}"
         leader, count = setters.most_common(1)[0]
         return (
             f"the best per query of {means}; {leader} sets it on {count} of "
-            f"{len(self.chances)} queries"
+            f"{len(self.chances)} queries{floor}"
         )
 
     def leader(self) -> str:
-        """The predictor that sets the baseline on most queries ("" when none does)."""
+        """The predictor that sets the baseline on most queries, or the floor where it sets
+        the baseline ("" when nothing does)."""
+        if self.floor > self.mean:
+            return FLOOR
         setters = self.setters()
         return setters.most_common(1)[0][0] if setters else ""
 
     def metrics(self) -> dict[str, float]:
-        """Each predictor's mean chance as a metric ``baseline_<predictor>``."""
-        return {f"baseline_{n.replace(' ', '_')}": a for n, a in self.accuracies().items()}
+        """Each predictor's mean chance as a metric ``baseline_<predictor>``, and the floor."""
+        found = {f"baseline_{n.replace(' ', '_')}": a for n, a in self.accuracies().items()}
+        return {**found, "baseline_file_rate": self.floor} if self.floor else found
 
 
 class ValuePredictors:
@@ -250,7 +267,7 @@ class ValuePredictors:
             NEIGHBOURS: self.neighbours.choice_scores(records, [list(r) for r in records], [row]),
             COPULA: copula,
         }
-        return {**choice_chances(scores, correct), FLOOR: 1.0 / len(options)}
+        return {**choice_chances(scores, correct), CHANCE: 1.0 / len(options)}
 
 
 def choice_chances(scores: Mapping[str, Sequence[float]], correct: int) -> dict[str, float]:

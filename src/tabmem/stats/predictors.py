@@ -14,10 +14,10 @@ of iris' 150 rows queried used to leave 3 rows to score, and a baseline of 1/3 o
 best predictor is the one with the highest cross-fitted accuracy over all scored positions.
 The test's baseline is per query (``tabmem.stats.best_of``): the best of each predictor's
 cross-fitted answer on that position (right or not), a draw from the other positions' first
-tokens, and, as a floor, the better of the best predictor's accuracy over all scored positions
-and the marginal rate (``FirstTokenBaseline.chances``). A held-out row still shows among the
-*features* of the position after it (as its previous row): that can only help the baseline, so
-it errs towards ``no_evidence``.
+tokens (``FirstTokenBaseline.chances``), averaged over the queries, with the better of the best
+predictor's accuracy over all scored positions and the marginal rate as a floor (``rate``). A
+held-out row still shows among the *features* of the position after it (as its previous row):
+that can only help the baseline, so it errs towards ``no_evidence``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from tabmem.stats.baselines import marginal_match
-from tabmem.stats.best_of import DRAW, FLOOR
+from tabmem.stats.best_of import DRAW
 
 
 @dataclass
@@ -74,13 +74,12 @@ class FirstTokenBaseline:
 
     def chances(self, position: int) -> dict[str, float]:
         """Each data-only predictor's chance on ``position``, none fitted on it: the three
-        predictors' answers (1 when right), a draw from the other positions' first tokens, and
-        the file rate (``rate``) as a floor."""
+        predictors' answers (1 when right) and a draw from the other positions' first
+        tokens."""
         truth = self.truth[position]
         out = {p.name: float(p.predictions[position] == truth) for p in self.predictors}
         others = self._counts[truth] - 1
         out[DRAW] = others / (len(self.positions) - 1) if len(self.positions) > 1 else 0.0
-        out[FLOOR] = self.rate
         return out
 
     @cached_property
