@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import traceback
 from collections.abc import Sequence
@@ -114,6 +115,40 @@ def close_figures(result: TestResult) -> None:
             plt.close(figure)
 
 
+_watchdog_lock = threading.Lock()
+_watched_parent: int | None = None
+
+
+def in_pool_worker() -> bool:
+    """Whether this process is a worker of a joblib (loky) process pool, such as the one Hydra's
+    joblib launcher runs a grid's cells in."""
+    try:
+        from joblib.externals.loky import process_executor
+    except ImportError:
+        return False
+    return process_executor._CURRENT_DEPTH > 0
+
+
+def die_with_launcher(poll_s: float = 0.2) -> None:
+    """In a pool worker, exit as soon as the launcher that started it is gone (killed by its
+    pid, its workers are handed to another parent and would finish and log their cells): a
+    daemon thread watches the parent's pid. Started once per worker; a no-op elsewhere."""
+    global _watched_parent
+    if not in_pool_worker():
+        return
+    with _watchdog_lock:
+        if _watched_parent is not None:
+            return
+        parent = _watched_parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="tabmem launcher watchdog", daemon=True).start()
+
+
 def run_cell(
     cfg: Any,
     resolved_yaml: str,
@@ -128,6 +163,7 @@ def run_cell(
     ``cells_at_once`` how many cells the launcher runs side by side on this machine, which
     share its cores (a local model gets its share as threads).
     """
+    die_with_launcher()
     console = console or Console()
     if cfg.get("dry_run"):
         from tabmem.dry_run import plan_cell
