@@ -4,7 +4,8 @@ The oracle server on 127.0.0.1 serves ``oracle-memorizer+think`` (a ``<think>`` 
 text, stop sequences and max_tokens applied to the whole generation, as a server without a
 reasoning parser does) and ``oracle-memorizer+reason`` (the thoughts in ``reasoning_content``).
 A sweep of the four memorization tests on iris and titanic gives each reasoning model the
-verdicts of the plain memorizer; the same thinking server taken for a plain model loses them.
+verdicts of the plain memorizer, and so does the same thinking server configured as a plain
+model under a name tabmem does not know (its first reply shows the thoughts).
 The thoughts are in each run's query table and traces, and their tokens in its metrics.
 """
 
@@ -77,8 +78,7 @@ def test_a_reasoning_model_gets_the_verdicts_of_the_same_model_without_thoughts(
     assert plain[("iris", "first_token")] == "evidence"
     assert verdicts["thinks-inline"] == plain
     assert verdicts["thinks-apart"] == plain
-    ignored = verdicts["thinks-unknown"]
-    assert ignored[("iris", "header")] == ignored[("titanic", "header")] == "no_evidence"
+    assert verdicts["thinks-unknown"] == plain  # found to think by its first reply
 
 
 def test_the_thoughts_are_in_the_query_table_the_traces_and_the_token_counts(sweep):

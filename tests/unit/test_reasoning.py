@@ -10,7 +10,13 @@ from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.openai_http import reported_usage
 from tabmem.llm.plan import RequestPlan
-from tabmem.llm.reasoning import Reasoning, finish, provider_params, split_thoughts
+from tabmem.llm.reasoning import (
+    DEFAULT_ALLOWANCE,
+    Reasoning,
+    finish,
+    provider_params,
+    split_thoughts,
+)
 from tabmem.llm.stopping import StopRule
 
 
@@ -124,7 +130,8 @@ class ThinkingBackend:
 def test_a_reasoning_model_answers_after_its_thoughts_and_keeps_them_in_the_cache(tmp_path):
     params = GenerationParams(max_tokens=8, stop=("\n",))
     backend = ThinkingBackend()
-    plain = LanguageModel(backend, "m", show_progress=False)
+    said_none = Reasoning.from_config({"reasoning": "none"}, "m")  # no detection when said
+    plain = LanguageModel(backend, "m", show_progress=False, reasoning=said_none)
     assert plain.run([Request(params=params, prompt="p")])[0].text == "<think>first"
     cache = ResponseCache(tmp_path / "c.sqlite")
     thinking = LanguageModel(
@@ -148,3 +155,37 @@ def test_a_dry_run_counts_the_reasoning_allowance_in_the_bound():
     counted = plan.as_dict(None)
     assert counted["max_completion_tokens"] == 3 * 108
     assert counted["reasoning_tokens"] == 300
+
+
+def test_a_model_under_an_unknown_name_is_found_to_think_and_told_once(tmp_path, caplog):
+    """A plain config (no ``reasoning:``, a name that implies none) whose replies open with a
+    think block: the first reply switches the model to inline reasoning, that request is asked
+    again with room to think, every answer is scored without its thoughts, one warning."""
+    assert Reasoning.from_config({}, "my-served-model").detect
+    backend = ThinkingBackend()
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    model = LanguageModel(backend, "my-served-model", cache=cache, show_progress=False)
+    params = GenerationParams(max_tokens=8, stop=("\n",))
+    with caplog.at_level("WARNING", logger="tabmem.llm.client"):
+        first = model.run([Request(params=params, prompt="p")])
+        later = model.run([Request(params=params, prompt=f"q{i}") for i in range(3)])
+    assert [r.text for r in first + later] == ["a,b"] * 4
+    assert {r.reasoning for r in first + later} == {"first\nsecond"}
+    assert model.reasoning.mode == "inline" and model.reasoning.allowance == DEFAULT_ALLOWANCE
+    assert [p.max_tokens for p in backend.sent] == [8] + [8 + DEFAULT_ALLOWANCE] * 4
+    assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
+    assert len(caplog.records) == 1 and "my-served-model" in caplog.records[0].message
+    again = LanguageModel(backend, "my-served-model", cache=cache, show_progress=False)
+    assert again.run([Request(params=params, prompt="p")])[0].text == "a,b"
+    assert len(backend.sent) == 5  # the cached thoughtful reply is found again, nothing sent
+
+
+def test_a_model_that_answers_without_thoughts_stays_plain():
+    class Plain(ThinkingBackend):
+        def complete(self, prompt, params):
+            self.sent.append(params)
+            return "a,b <think> is no thought block here"
+
+    model = LanguageModel(Plain(), "m", show_progress=False)
+    [answer] = model.run([Request(params=GenerationParams(max_tokens=8), prompt="p")])
+    assert answer.text.startswith("a,b") and not model.reasoning.active

@@ -16,6 +16,7 @@ is sent at all: uncached requests are counted in the plan and answered as not se
 from __future__ import annotations
 
 import json
+import logging
 import random
 import threading
 import time
@@ -34,11 +35,13 @@ from tabmem.llm.cache import ResponseCache, cache_key, fit_key
 from tabmem.llm.openai_http import reply_text, reported_usage
 from tabmem.llm.plan import RequestPlan, prompt_tokens
 from tabmem.llm.pricing import Price
-from tabmem.llm.reasoning import Reasoning, finish, provider_params
+from tabmem.llm.reasoning import Reasoning, finish, opens_with_thoughts, provider_params
 from tabmem.llm.stopping import cut_at_stops
 
 if TYPE_CHECKING:
     from tabmem.data import Dataset
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -318,6 +321,30 @@ class LanguageModel:
         )
 
     def _answer(self, key: str, request: Request) -> Response:
+        """The answer to one request; a reply that opens with thoughts from a model not known
+        to reason makes it a reasoning model (once), and the request is asked again so."""
+        watching = self.reasoning.detect and not self.reasoning.active
+        response = self._answer_once(key, request)
+        if watching and response.error is None and opens_with_thoughts(response.text):
+            self._reasons_after_all()
+            return self._answer_once(cache_key(self._identity, request), request)
+        return response
+
+    def _reasons_after_all(self) -> None:
+        """Treat the model as an inline reasoning model from now on, and say so once."""
+        with self._plan_lock:
+            if self.reasoning.active:
+                return
+            self.reasoning = self.reasoning.detected()
+        _log.warning(
+            "Model '%s' writes its thoughts before its answers (<think>…</think>): they are cut "
+            "off before scoring and its requests now leave %d tokens for them; set "
+            "'reasoning: inline' in its config to say so from the start.",
+            self.name,
+            self.reasoning.allowance,
+        )
+
+    def _answer_once(self, key: str, request: Request) -> Response:
         cached = self._from_cache(key, request)
         if cached is not None:
             return cached

@@ -8,6 +8,10 @@ request the provider sees differs from the test's in two ways: no stop sequences
 rule (a stop sequence such as a newline would end the generation inside the thoughts; both
 are applied here, to the answer, once the thoughts are cut off) and ``allowance`` more tokens,
 room for the thoughts.
+
+A model whose config leaves ``reasoning`` out and whose name implies none is still watched
+(``detect``): the first reply that opens with a thought block makes it an ``inline`` reasoning
+model for the rest of the run (``detected``), whatever it is called.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ class Reasoning:
     mode: str = "none"
     allowance: int = 0
     effort: str | None = None
+    detect: bool = True  # mode "none" by default, not by config: thoughts in a reply switch it
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -57,6 +62,11 @@ class Reasoning:
 
     def as_dict(self) -> dict[str, object]:
         return {"mode": self.mode, "allowance": self.allowance, "effort": self.effort}
+
+    def detected(self) -> Reasoning:
+        """How a model that was not known to reason, but wrote a thought block, reasons from
+        then on: inline, with the default allowance."""
+        return Reasoning("inline", DEFAULT_ALLOWANCE, self.effort, detect=False)
 
     @classmethod
     def of_model(cls, cfg: Mapping[str, Any]) -> Reasoning:
@@ -73,7 +83,8 @@ class Reasoning:
         allowance = cfg.get("reasoning_allowance")
         allowance = int(allowance) if allowance is not None else DEFAULT_ALLOWANCE
         effort = cfg.get("reasoning_effort")
-        return cls(str(mode), allowance if mode != "none" else 0, effort and str(effort))
+        detect = mode == "none" and not cfg.get("reasoning")
+        return cls(str(mode), allowance if mode != "none" else 0, effort and str(effort), detect)
 
 
 def default_mode(model_name: str) -> str:
@@ -97,6 +108,11 @@ def split_thoughts(text: str) -> tuple[str, str]:
         return "", text[opened.end() :].strip()  # type: ignore[union-attr]
     thoughts = text[opened.end() if opened else 0 : closed.start()]
     return text[closed.end() :].lstrip(), thoughts.strip()
+
+
+def opens_with_thoughts(text: str) -> bool:
+    """Whether a reply begins with an opening thought tag (``<think>``…)."""
+    return _OPEN.match(text) is not None
 
 
 def joined(answer: str, thoughts: str) -> str:
