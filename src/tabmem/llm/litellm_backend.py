@@ -44,6 +44,10 @@ from tabmem.llm.endpoint import resolve_endpoint
 from tabmem.llm.openai_http import OpenAICompatibleClient, QueryError, reported_usage
 from tabmem.llm.reasoning import Reasoning, joined
 
+# httpx logs every request at INFO (a line per query of a grid, in Hydra's job log too)
+for _chatty in ("httpx", "httpcore"):
+    logging.getLogger(_chatty).setLevel(logging.WARNING)
+
 if TYPE_CHECKING:
     from tabmem.llm.backends import BuildContext
 

@@ -1,7 +1,8 @@
 """The terminal view of one result: verdict, figures, and the best query shown in colour.
 
 Prompt text is dim, the part of the completion that matches the truth is green,
-the first wrong part is red, and the truth the model missed is shown in yellow.
+the first wrong part is red, and the truth the model missed is shown in yellow. Without
+colour (piped, ``NO_COLOR``) a labelled line separates the prompt from the answer instead.
 """
 
 from __future__ import annotations
@@ -21,13 +22,21 @@ VERDICT_STYLE = {
 }
 
 
-def completion_text(record: QueryRecord, prompt_tail: int = 300, limit: int = 600) -> Text:
-    """Prompt tail, then the completion split into its correct and incorrect parts."""
+def completion_text(
+    record: QueryRecord, prompt_tail: int = 300, limit: int = 600, plain: bool = False
+) -> Text:
+    """Prompt tail, then the completion split into its correct and incorrect parts; ``plain``
+    (no colour to tell them apart) puts a labelled line between prompt and answer."""
     prefix = str(record.extra.get("prefix", ""))[-prompt_tail:]
     completion = strip_code_fence(record.completion)
     matched = common_prefix_length(record.expected, completion)
     text = Text()
     text.append(prefix, style="dim")
+    if plain:
+        text.append(
+            f"\n-- the model's answer ({matched} of its {len(completion)} characters "
+            "match the file) --\n"
+        )
     text.append(completion[:matched][:limit], style="bold green")
     text.append(completion[matched:][:limit], style="red")
     if matched < len(record.expected):
@@ -48,4 +57,5 @@ def show_result(result: TestResult, console: Console, verbose: bool = True) -> N
         title = (
             f"best query (score {best.score:g}): prompt dim, correct green, wrong red, truth yellow"
         )
-        console.print(Panel(completion_text(best), title=title, expand=False))
+        plain = console.color_system is None
+        console.print(Panel(completion_text(best, plain=plain), title=title, expand=False))
