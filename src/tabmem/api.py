@@ -277,15 +277,15 @@ def grid(
 
 
 def config_dir() -> Path:
-    """The ``conf/`` folder the API composes from: ``$TABMEM_ROOT/conf``, else the repository
-    holding this package's ``src/`` (see ``tabmem.paths``)."""
+    """The config folder the API composes from: the installed package's, or a checkout's
+    ``conf/`` (see ``tabmem.paths``)."""
     from tabmem.paths import conf_dir
 
     found = conf_dir()
     if not (found / "config.yaml").is_file():
         raise ConfigError(
-            f"tabmem's configs are not at {found}: set TABMEM_ROOT to the repository root "
-            "(the folder holding conf/ and data/)."
+            f"tabmem's configs are not at {found}: reinstall tabmem (pip install . in "
+            "its repository, or its wheel)."
         )
     return found
 

@@ -1,78 +1,230 @@
-"""The ``tabmem`` command: ``tabmem run …``, ``tabmem rescore …``, ``tabmem tables …``.
+"""The ``tabmem`` command: ``tabmem run | rescore | tables | calibration | lab …``.
 
-Each subcommand is the entry point it names, with the same arguments: ``run`` is
-``python run.py`` (Hydra overrides, ``-m`` for a grid, ``--help``), ``rescore`` is
-``python -m tabmem.rescore``, ``tables`` is ``scripts/paper_tables.py`` and ``calibration`` is
-``scripts/calibration_table.py``. They run from the repository the package was installed from
-(``pip install -e .``; ``$TABMEM_ROOT`` points elsewhere), where the configs and data live.
+Every subcommand runs in this process with its own ``--help``: ``run`` is the Hydra entry
+point (``tabmem.main``; overrides, ``-m`` for a grid), ``rescore`` scores recorded answers,
+``tables`` writes the papers' tables and figures, ``calibration`` the calibration table, and
+``lab`` runs the contamination lab. Outputs go to ``./outputs`` of the current folder unless
+told otherwise. The scripts in the repository's ``scripts/`` are shortcuts to these.
 """
 
 from __future__ import annotations
 
-import runpy
+import argparse
+import os
 import sys
+import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
-from tabmem.paths import project_root
+# Before anything imports litellm (it reaches the network at import without the first).
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
-SCRIPTS = {
-    "run": ("run.py", "one cell or a grid (Hydra overrides; -m for a grid; --help)"),
-    "tables": ("scripts/paper_tables.py", "the papers' tables and figures from an MLflow store"),
-    "calibration": ("scripts/calibration_table.py", "false- and true-positive rates per test"),
+COMMANDS = {
+    "run": "one cell or a grid (Hydra overrides; -m for a grid; --help)",
+    "rescore": "score recorded answers (a file or a published folder)",
+    "tables": "the papers' tables and figures from an MLflow store",
+    "calibration": "false- and true-positive rates per test from an MLflow store",
+    "lab": "contamination lab: plant datasets in a small model, measure TPR/FPR",
 }
-USAGE = "usage: tabmem {run,rescore,tables,calibration} [arguments …]"
+USAGE = f"usage: tabmem {{{','.join(COMMANDS)}}} [arguments …]"
+STORE_HELP = "MLflow store to read (default: $MLFLOW_TRACKING_URI, else ./outputs/mlflow.db)"
 
 
 def _help() -> str:
     lines = [USAGE, "", "commands:"]
-    for name, (_, what) in SCRIPTS.items():
-        lines.append(f"  {name:<12} {what}")
-    lines.append(f"  {'rescore':<12} score recorded answers (a file or a published folder)")
-    lines.append("")
-    lines.append("tabmem COMMAND --help shows the command's own options.")
+    lines += [f"  {name:<12} {what}" for name, what in COMMANDS.items()]
+    lines += ["", "tabmem COMMAND --help shows the command's own options."]
     return "\n".join(lines)
 
 
-def _run_script(relative: str, command: str, arguments: Sequence[str]) -> int:
-    """Run a repository script as ``__main__`` with ``arguments``; its exit status back."""
-    path = project_root() / relative
-    if not path.is_file():
-        print(
-            f"tabmem {command}: {path} is missing; install tabmem from its repository "
-            "(pip install -e .) or set TABMEM_ROOT to the repository.",
-            file=sys.stderr,
+def _store(given: str | None) -> str:
+    """The MLflow store to read; a SQLite store must exist already (reading creates none)."""
+    from tabmem.errors import TabmemError
+    from tabmem.tracking.store import tracking_uri
+
+    uri = tracking_uri(given, Path("outputs"))
+    if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).is_file():
+        raise TabmemError(
+            f"No MLflow store at {uri.removeprefix('sqlite:///')}; run a grid first "
+            "(tabmem run +grid=paper model=...) or pass --tracking-uri."
         )
-        return 2
-    sys.argv = [str(path), *arguments]
-    return _status(lambda: runpy.run_path(str(path), run_name="__main__"))
+    return uri
 
 
-def _status(call: Callable[[], object]) -> int:
-    """Call an entry point; its return or exit status as an int (argparse's --help exits 0)."""
+def _names(text: str | None) -> list[str] | None:
+    names = [n.strip() for n in (text or "").split(",") if n.strip()]
+    return names or None
+
+
+def tables(arguments: Sequence[str], prog: str = "tabmem tables") -> int:
+    """Regenerate the papers' tables and figures from the tracked runs (make paper-tables).
+
+    Reads the MLflow store only; writes Markdown, LaTeX and CSV tables, PNG and PDF figures
+    and an ``index.md`` linking them with the runs they came from (docs/paper-tables.md).
+    """
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=(tables.__doc__ or "").split("\n\n")[0],
+        epilog="example: tabmem tables --experiment paper --models gpt-4o,oracle-memorizer",
+    )
+    parser.add_argument("--tracking-uri", help=STORE_HELP)
+    parser.add_argument(
+        "--experiment",
+        action="append",
+        dest="experiments",
+        help="MLflow experiment to read; repeat for several (default: all)",
+    )
+    parser.add_argument(
+        "--models",
+        help="comma-separated language models to show (default: all; "
+        "the baselines are always shown)",
+    )
+    parser.add_argument(
+        "--datasets",
+        help="comma-separated dataset rows (default: the paper grid's, then any "
+        "other dataset with runs)",
+    )
+    parser.add_argument(
+        "--out", default="outputs/paper", type=Path, help="output folder (default: %(default)s)"
+    )
+    args = parser.parse_args(arguments)
+    from tabmem.errors import TabmemError
+    from tabmem.report.paper import write_paper
+
+    started = time.perf_counter()
     try:
-        returned = call()
+        report = write_paper(
+            _store(args.tracking_uri),
+            args.out,
+            args.experiments,
+            _names(args.models),
+            _names(args.datasets),
+        )
+    except TabmemError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"{len(report.tables)} tables and {len(report.figures)} figures "
+        f"({len(report.files)} files) in {time.perf_counter() - started:.1f}s: {report.index}"
+    )
+    return 0
+
+
+def calibration(arguments: Sequence[str], prog: str = "tabmem calibration") -> int:
+    """Write the calibration table from the tracked runs (make calibrate).
+
+    Reads the ``calibrate`` experiment and the contamination lab's experiments (``lab-*``)
+    where the store has them; writes ``calibration.md`` / ``.csv`` (rates of the tests of rows
+    seen), ``calibration_groups.*`` (per group of cells) and ``calibration_cells.csv``.
+    """
+    parser = argparse.ArgumentParser(
+        prog=prog, description=(calibration.__doc__ or "").split("\n\n")[0]
+    )
+    parser.add_argument("--tracking-uri", help=STORE_HELP)
+    parser.add_argument(
+        "--out",
+        default="outputs/calibration",
+        type=Path,
+        help="output folder (default: %(default)s)",
+    )
+    args = parser.parse_args(arguments)
+    from tabmem.errors import TabmemError
+    from tabmem.report.calibration import write_calibration
+    from tabmem.tracking.store import tracking_uri
+
+    try:
+        written = write_calibration(tracking_uri(args.tracking_uri, Path("outputs")), args.out)
+    except TabmemError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print((args.out / "calibration.md").read_text(encoding="utf-8"))
+    print(f"Written: {', '.join(str(p) for p in written)}")
+    return 0
+
+
+def lab(arguments: Sequence[str], prog: str = "tabmem lab") -> int:
+    """Contamination lab: fine-tune a small model on chosen datasets, then measure each test's
+    true-positive rate (planted datasets, by repetitions) and false-positive rate (held out).
+
+    Settings are the lab configs (conf/lab/<setting>.yaml: minimal on CPU in minutes, standard,
+    full on a GPU); ``key=value`` arguments override them. The evaluation is a ``tabmem run -m``
+    sweep in this process.
+    """
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=(lab.__doc__ or "").split("\n\n")[0],
+        epilog=f"example: {prog} minimal training.method=lora checkpoints=[0,8]",
+    )
+    parser.add_argument(
+        "setting", nargs="?", default="minimal", help="conf/lab/<setting>.yaml (default: minimal)"
+    )
+    parser.add_argument("overrides", nargs="*", help="key=value changes to the setting")
+    parser.add_argument(
+        "--outputs-dir", default="outputs", type=Path, help="(default: ./%(default)s)"
+    )
+    args = parser.parse_args(arguments)
+    from tabmem.errors import TabmemError
+    from tabmem.lab.run import run_lab
+    from tabmem.main import run
+
+    overrides = list(args.overrides)
+    setting = args.setting
+    if "=" in setting:
+        overrides.insert(0, setting)
+        setting = "minimal"
+    try:
+        outcome = run_lab(setting, overrides, args.outputs_dir, sweep=run)
+    except TabmemError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    timings = ", ".join(f"{k} {v:.0f} s" for k, v in outcome.seconds.items())
+    print(f"Report: {outcome.files['table_md']} and {outcome.files['figure']} ({timings}).")
+    return 0
+
+
+def _run(arguments: Sequence[str], prog: str = "tabmem run") -> int:
+    from tabmem.main import run
+
+    return run(arguments, prog)
+
+
+def _rescore(arguments: Sequence[str], prog: str = "tabmem rescore") -> int:
+    from tabmem.rescore.cli import main as rescore
+
+    return rescore(arguments, prog)
+
+
+SUBCOMMANDS: dict[str, Callable[[Sequence[str], str], int]] = {
+    "run": _run,
+    "rescore": _rescore,
+    "tables": tables,
+    "calibration": calibration,
+    "lab": lab,
+}
+
+
+def _status(call: Callable[[], int]) -> int:
+    """Call a subcommand; its exit status as an int (argparse's --help and errors exit)."""
+    try:
+        return call()
     except SystemExit as exit_:
-        returned = exit_.code
-    if returned is None or isinstance(returned, dict):
-        return 0
-    return returned if isinstance(returned, int) else 1
+        code = exit_.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Dispatch ``tabmem COMMAND …`` to the entry point that COMMAND names."""
+    """Dispatch ``tabmem COMMAND …`` to the subcommand that COMMAND names."""
     arguments = list(sys.argv[1:] if argv is None else argv)
     if not arguments or arguments[0] in ("-h", "--help", "help"):
         print(_help())
         return 0 if arguments else 2
     command, rest = arguments[0], arguments[1:]
-    if command == "rescore":
-        from tabmem.rescore.cli import main as rescore
-
-        return _status(lambda: rescore(rest))
-    if command in SCRIPTS:
-        return _run_script(SCRIPTS[command][0], command, rest)
-    print(f"tabmem: unknown command '{command}'.\n{_help()}", file=sys.stderr)
-    return 2
+    if command not in SUBCOMMANDS:
+        print(f"tabmem: unknown command '{command}'.\n{_help()}", file=sys.stderr)
+        return 2
+    return _status(lambda: SUBCOMMANDS[command](rest, f"tabmem {command}"))
 
 
 if __name__ == "__main__":

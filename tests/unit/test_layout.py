@@ -23,6 +23,7 @@ LAYERS = [
     {"api"},
     {"calibrate"},
     {"rescore"},
+    {"main"},
     {"cli"},
     {"tabmem"},
 ]

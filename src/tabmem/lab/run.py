@@ -20,7 +20,7 @@ from omegaconf import OmegaConf
 
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.errors import ConfigError
-from tabmem.lab.evaluate import run_sweep, sweep_command
+from tabmem.lab.evaluate import Sweep, run_sweep, sweep_command
 from tabmem.lab.models import base_model_config, base_weights, write_model_configs
 from tabmem.lab.plan import LabPlan, load_lab_config, make_plan
 from tabmem.lab.report import lab_cells, markdown_table, rate_table, write_report
@@ -61,9 +61,11 @@ def run_lab(
     setting: str,
     overrides: Sequence[str],
     outputs_dir: Path,
+    sweep: Sweep,
     log: Callable[[str], None] = print,
 ) -> LabOutcome:
-    """Plan, train (or reuse identical checkpoints), sweep every test, write the report."""
+    """Plan, train (or reuse identical checkpoints), sweep every test with ``sweep`` (``tabmem
+    run``'s arguments in, its exit status out: ``tabmem.main.run``), write the report."""
     cfg = load_lab_config(setting, overrides)
     plan = make_plan(cfg)
     stamp = fingerprint(cfg)
@@ -91,7 +93,7 @@ def run_lab(
     seconds["train"] = time.monotonic() - started
     models = write_model_configs(plan, checkpoints, cfg.evaluation, root / "conf", stamp)
     experiment = f"lab-{plan.name}"
-    command = sweep_command(
+    arguments = sweep_command(
         models[::-1],  # the deepest checkpoint first: a lab stopped early has its telling cells
         [*plan.planted, *plan.held_out],
         [str(t) for t in cfg.evaluation.tests],
@@ -101,9 +103,9 @@ def run_lab(
         [str(o) for o in cfg.evaluation.get("overrides") or []],
         int(cfg.evaluation.get("jobs", 1)),
     )
-    log(f"evaluating {len(models)} checkpoints: {' '.join(command[1:])}")
+    log(f"evaluating {len(models)} checkpoints: tabmem run {' '.join(arguments)}")
     started = time.monotonic()
-    run_sweep(command, root / "sweep.log")
+    run_sweep(sweep, arguments, root / "sweep.log")
     seconds["evaluate"] = time.monotonic() - started
     uri = tracking_uri(None, outputs_dir.resolve())
     cells = lab_cells(load_runs(uri, [experiment]), plan.name, stamp)

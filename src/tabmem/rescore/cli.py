@@ -25,9 +25,9 @@ if TYPE_CHECKING:
 from tabmem.rescore.run import run_rescore
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m tabmem.rescore",
+        prog=prog,
         description="Score recorded answers with a test's scoring and verdict; log MLflow runs.",
     )
     parser.add_argument("file", type=Path, nargs="?", help="queries.json of a run, or a CSV")
@@ -184,9 +184,10 @@ def _one_file(args: argparse.Namespace) -> str:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str = "python -m tabmem.rescore") -> int:
+    """Rescore one transcript file or a folder of them; the exit status."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    args = _parser().parse_args(argv)
+    args = _parser(prog).parse_args(argv)
     try:
         if (args.file is None) == (args.folder is None):
             raise ConfigError("Give one transcript FILE or one --folder DIR.")
