@@ -25,7 +25,7 @@ from tabmem.cell import Cell, cell_params, config_hash, group_hash
 from tabmem.data import load_dataset
 from tabmem.data.transforms import apply_transform
 from tabmem.data.twin import twin_info
-from tabmem.errors import ProviderError, TabmemError
+from tabmem.errors import ConfigError, ProviderError, TabmemError
 from tabmem.jobs import (
     SPEND_LEDGER,
     CellOutcome,
@@ -170,6 +170,9 @@ def run_cell(
 
         plan_cell(cfg, job_dir, console)
         return []
+    problem = preflight_error(cfg)
+    if problem is not None:  # said now, not after the store and the model: seconds, not 30
+        console.print(f"[bold red]failed[/] {Cell.from_config(cfg).run_name}: {problem}")
     store = open_store(cfg)
     suite = str(cfg.test.name) if cfg.test.get("suite") else ""
     pending: list[tuple[Cell, dict[str, Any], Any]] = []
@@ -190,16 +193,36 @@ def run_cell(
         else:
             pending.append((cell, params, test_cfg))
     if pending:
-        budget = grid_budget(cfg, grid_dir or job_dir)
+        budget = None if problem is not None else grid_budget(cfg, grid_dir or job_dir)
         threads = cpu_share(cells_at_once)
+        told = Console(quiet=True) if problem is not None else console
         outcomes += _run_pending(
-            cfg, store, pending, suite, resolved_yaml, job_dir, console, budget, threads
+            cfg, store, pending, suite, resolved_yaml, job_dir, told, budget, threads, problem
         )
     group = group_hash(cell_params(cfg))
     for outcome in outcomes:
         outcome.seed, outcome.group = int(cfg.seed), group
         outcome.write(job_dir)
     return outcomes
+
+
+def preflight_error(cfg: Any) -> TabmemError | None:
+    """What would fail every test of the cell, found before the tracking store opens and the
+    model is built: a negative or non-numeric ``budget_usd``, a missing or malformed data file."""
+    limit = cfg.get("budget_usd")
+    try:
+        if limit is not None and not float(limit) >= 0:
+            raise ValueError
+    except ValueError:
+        return ConfigError(
+            f"budget_usd={limit} is not a budget: give the most the grid may spend in US "
+            "dollars (budget_usd=5), or leave it out for no cap."
+        )
+    try:
+        load_dataset(cfg.dataset)  # read and checked once: the cell's own load reuses it
+    except TabmemError as exc:
+        return exc
+    return None
 
 
 def stored_outcome(cell: Cell, run: Run) -> CellOutcome:
@@ -251,14 +274,18 @@ def _run_pending(
     console: Console,
     budget: Budget | None = None,
     threads: int | None = None,
+    problem: TabmemError | None = None,
 ) -> list[CellOutcome]:
-    """Load the data and the model once, then run and log each pending test."""
+    """Load the data and the model once, then run and log each pending test (each fails with
+    ``problem``, the preflight's, when there is one)."""
     outcomes: list[CellOutcome] = []
     started = time.time_ns()  # each run starts where the previous one ended: the cell's time
     cache = ResponseCache(outputs_dir(cfg) / "cache" / "responses.sqlite")
     model: LanguageModel | None = None
     try:
         try:
+            if problem is not None:
+                raise problem
             dataset = apply_transform(load_dataset(cfg.dataset), cfg.transform, int(cfg.seed))
             data_input = dataset_input(dataset)  # once per cell: every test's run names it
             model = build_model(
