@@ -122,12 +122,11 @@ class Lifecycle(ABC, Generic[Q, F]):
     def run(self, ctx: TestContext) -> TestResult:
         """Plan, ask the model, score, decide: the test as the runner runs it."""
         ctx = self.bind(ctx)
-        columns = len(ctx.dataset.feature_names)
-        if self.reads_dataset and columns < self.min_columns:
+        if self.min_columns > 1 and len(ctx.dataset.feature_names) < self.min_columns:
             return TestResult.not_applicable(
                 self.name,
-                f"the file has {columns} column; the {self.title} test needs at least "
-                f"{self.min_columns}, one to ask and others to ask it from",
+                f"the file has {len(ctx.dataset.feature_names)} column; the {self.title} test "
+                f"needs at least {self.min_columns}, one to ask and others to ask it from",
             )
         planned = self.plan(ctx)
         if isinstance(planned, TestResult):
