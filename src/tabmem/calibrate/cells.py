@@ -119,18 +119,18 @@ class World:
         return self._known
 
     def oracle(self, spec: ModelSpec) -> Oracle:
-        """The oracle of ``spec``, built on first use and kept."""
-        key = spec.model_id
-        if key not in self._oracles:
-            if spec.recall is not None:
-                partial = PartialOracle(self.known(), spec.recall)
-                # The rest answers from the prompt and the seed alone: one instance (and its
-                # fitted neighbours or forests) serves every share and seed of a process.
-                partial.rest = self.oracle(ModelSpec(RESTS[spec.recall.rest].model_name))
-                self._oracles[key] = partial
-            else:
-                self._oracles[key] = ORACLES[spec.name](self.known())
-        return self._oracles[key]
+        """The oracle of ``spec``: a catalog oracle built on first use and kept; a partial
+        memorizer built for its job (one per share, seed and rest), with the kept catalog
+        oracle as its rest."""
+        if spec.recall is None:
+            if spec.name not in self._oracles:
+                self._oracles[spec.name] = ORACLES[spec.name](self.known())
+            return self._oracles[spec.name]
+        partial = PartialOracle(self.known(), spec.recall)
+        # The rest answers from the prompt and the seed alone: one instance (and its fitted
+        # neighbours or forests) serves every share and seed of a process.
+        partial.rest = self.oracle(ModelSpec(RESTS[spec.recall.rest].model_name))
+        return partial
 
     def model(self, spec: ModelSpec) -> LanguageModel:
         """A ``LanguageModel`` over the oracle object: no cache, one query at a time, quiet."""
@@ -139,9 +139,13 @@ class World:
         return LanguageModel(backend, spec.name, form, window, None, 1, show_progress=False)
 
     def dataset(self, name: str, transform: str, seed: int) -> Dataset:
-        """The dataset as the cell sees it (a twin depends on the seed), loaded once."""
+        """The dataset as the cell sees it, loaded once; a twin depends on the seed, and only
+        the latest twin of each file is kept (both settings of a seed ask it)."""
         key = (name, transform, seed if transform != "original" else 0)
         if key not in self._data:
+            if transform != "original":
+                for old in [k for k in self._data if k[:2] == (name, transform)]:
+                    del self._data[old]
             base = load_dataset(self.dataset_configs[name])
             self._data[key] = apply_transform(base, self.transform_configs[transform], seed)
         return self._data[key]

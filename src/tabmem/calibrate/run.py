@@ -265,7 +265,8 @@ def calibrate(size: Size, out: Path, workers: int = 2, console: Console | None =
     )
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task(f"calibration cells ({len(jobs)} jobs)", total=total)
-        cells = run_jobs(world, jobs, workers, lambda n: progress.advance(task, n))
+        log = _plain_progress(console, total, started)
+        cells = run_jobs(world, jobs, workers, lambda n: (progress.advance(task, n), log(n)))
     tests = list(size.tests or rows_seen_tests())
     verdicts = dataset_verdicts(cells)
     outcome = Outcome(
@@ -279,6 +280,21 @@ def calibrate(size: Size, out: Path, workers: int = 2, console: Console | None =
     outcome.files = write_outputs(outcome, size, out)
     print_summary(outcome, console)
     return outcome
+
+
+def _plain_progress(console: Console, total: int, started: float) -> Callable[[int], None]:
+    """Where the console is no terminal (a log file), a line at every tenth of the cells, so
+    a long run shows how far it is; on a terminal the progress bar shows it."""
+    done, shown = [0], [0]
+
+    def log(n: int) -> None:
+        done[0] += n
+        tenth = done[0] * 10 // max(total, 1)
+        if not console.is_terminal and tenth > shown[0]:
+            shown[0] = tenth
+            console.print(f"{done[0]}/{total} cells, {time.perf_counter() - started:.0f} s")
+
+    return log
 
 
 def inapplicable_reasons() -> dict[str, str]:
