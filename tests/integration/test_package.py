@@ -113,6 +113,17 @@ def test_every_command_names_itself_from_another_folder(unpacked: Path, tmp_path
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_users_own_configs_join_the_shipped_ones(unpacked: Path, tmp_path: Path):
+    own = tmp_path / "own"
+    (own / "model").mkdir(parents=True)
+    (own / "model" / "my-oracle.yaml").write_text("name: my-oracle\nbackend: oracle\n")
+    composed = _tabmem(
+        unpacked, tmp_path, "run", "--config-dir", str(own), "model=my-oracle", "--cfg", "job"
+    )
+    assert composed.returncode == 0, composed.stderr[-3000:]
+    assert "name: my-oracle" in composed.stdout and "name: iris" in composed.stdout
+
+
 def test_a_cell_run_from_the_wheel_writes_into_the_current_folder(unpacked: Path, tmp_path: Path):
     found = _tabmem(unpacked, tmp_path, "run", *CELL, *QUIET)
     assert found.returncode == 0, found.stderr[-3000:]
