@@ -54,6 +54,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tests", type=_list, help="tests of rows seen, comma-separated")
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument(
+        "--minutes",
+        type=float,
+        default=45.0,
+        help="start no job after this many minutes; the tables count what ran (default 45)",
+    )
+    parser.add_argument(
         "--out", type=Path, default=ROOT / "outputs" / "calibration", help="output folder"
     )
     args = parser.parse_args(argv)
@@ -68,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         "tests": args.tests,
     }
     size = replace(size, **{k: v for k, v in changes.items() if v is not None})
-    calibrate(size, args.out, workers=args.workers)
+    calibrate(size, args.out, workers=args.workers, minutes=args.minutes)
     return 0
 
 

@@ -10,6 +10,7 @@ oracle once per process.
 from __future__ import annotations
 
 import csv
+import math
 import multiprocessing
 import time
 from collections.abc import Callable, Sequence
@@ -130,6 +131,7 @@ class Outcome:
     power: list[dict[str, Any]]
     seconds: float
     workers: int
+    jobs: tuple[int, int] = (0, 0)  # jobs run, jobs planned
     files: list[Path] = field(default_factory=list)
 
 
@@ -211,27 +213,45 @@ def _work(job: Job) -> list[dict[str, Any]]:
 
 
 def run_jobs(
-    world: World, jobs: Sequence[Job], workers: int, advance: Callable[[int], None]
-) -> list[dict[str, Any]]:
-    """Every job's cell rows, in this process (one worker) or on a pool of ``workers``
-    processes forked from this one; ``advance`` gets the cells each finished job added."""
+    world: World,
+    jobs: Sequence[Job],
+    workers: int,
+    advance: Callable[[int], None],
+    deadline: float = math.inf,
+) -> tuple[list[dict[str, Any]], int]:
+    """The cell rows of the jobs run, and how many ran: in order, in this process (one
+    worker) or on a pool of ``workers`` processes forked from this one, each job started
+    before ``deadline`` (``time.perf_counter``) finished, none started after it; ``advance``
+    gets the cells each finished job added."""
     rows: list[dict[str, Any]] = []
+    queue = iter(jobs)
+    started = 0
     if workers <= 1:
-        for job in jobs:
+        for job in queue:
+            if time.perf_counter() >= deadline:
+                break
+            started += 1
             done = run_job(world, job)
             rows += done
             advance(len(done))
-        return rows
+        return rows, started
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(workers, context, _start_worker, (world,)) as pool:
-        pending: set[Future[list[dict[str, Any]]]] = {pool.submit(_work, job) for job in jobs}
-        while pending:
+        pending: set[Future[list[dict[str, Any]]]] = set()
+        while True:
+            while len(pending) < workers and time.perf_counter() < deadline:
+                job = next(queue, None)
+                if job is None:
+                    break
+                pending.add(pool.submit(_work, job))
+                started += 1
+            if not pending:
+                return rows, started
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
                 done = future.result()
                 rows += done
                 advance(len(done))
-    return rows
 
 
 def job_cells(job: Job, settings: dict[str, dict[str, Any]]) -> int:
@@ -243,15 +263,23 @@ def job_cells(job: Job, settings: dict[str, dict[str, Any]]) -> int:
     return len(job.models) * counted
 
 
-def calibrate(size: Size, out: Path, workers: int = 2, console: Console | None = None) -> Outcome:
-    """Run a size end to end and write its files into ``out``; print the FPR table and the
-    time. The progress bar counts cells (a job's cells arrive together)."""
+def calibrate(
+    size: Size,
+    out: Path,
+    workers: int = 2,
+    console: Console | None = None,
+    minutes: float = math.inf,
+) -> Outcome:
+    """Run a size and write its files into ``out``; print the FPR table and the time. Jobs
+    run seed by seed; none starts after ``minutes`` (the tables then count the cells that
+    ran, and say how many jobs did). The progress bar counts cells (a job's arrive together)."""
     console = console or Console()
     started = time.perf_counter()
     world = compose_world(size)
     jobs = sorted(
         plan_jobs(size, world.settings),
         key=lambda j: (
+            j.seed,
             PAPER_FILES.index(j.dataset) if j.dataset in PAPER_FILES else 99,
             -job_cells(j, world.settings),
         ),
@@ -266,7 +294,10 @@ def calibrate(size: Size, out: Path, workers: int = 2, console: Console | None =
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task(f"calibration cells ({len(jobs)} jobs)", total=total)
         log = _plain_progress(console, total, started)
-        cells = run_jobs(world, jobs, workers, lambda n: (progress.advance(task, n), log(n)))
+        deadline = started + 60 * minutes
+        cells, ran = run_jobs(
+            world, jobs, workers, lambda n: (progress.advance(task, n), log(n)), deadline
+        )
     tests = list(size.tests or rows_seen_tests())
     verdicts = dataset_verdicts(cells)
     outcome = Outcome(
@@ -276,6 +307,7 @@ def calibrate(size: Size, out: Path, workers: int = 2, console: Console | None =
         power_rows(cells, verdicts, tests),
         time.perf_counter() - started,
         workers,
+        jobs=(ran, len(jobs)),
     )
     outcome.files = write_outputs(outcome, size, out)
     print_summary(outcome, console)
@@ -332,8 +364,14 @@ def describe(size: Size, outcome: Outcome) -> str:
         f"memorizers at shares {', '.join(f'{s:g}' for s in size.shares)}, rests "
         f"{', '.join(size.rests)}, seeds 0-{size.power_seeds - 1}; settings "
         f"{', '.join(size.settings)}. {len(outcome.cells)} cells, "
-        f"{outcome.seconds:.0f} s with {outcome.workers} worker(s)."
+        f"{outcome.seconds:.0f} s with {outcome.workers} worker(s){_cut_short(outcome)}."
     )
+
+
+def _cut_short(outcome: Outcome) -> str:
+    """ ", stopped at its time limit after N of M jobs" when the run did not run every job."""
+    ran, planned = outcome.jobs
+    return f", stopped at its time limit after {ran} of {planned} jobs" if ran < planned else ""
 
 
 def fpr_markdown(outcome: Outcome, size: Size) -> str:
@@ -361,6 +399,7 @@ def print_summary(outcome: Outcome, console: Console) -> None:
     console.print(
         f"{len(outcome.cells)} cells and {len(outcome.verdicts)} dataset verdicts in "
         f"{outcome.seconds:.1f} s ({rate:.1f} cells/s, {outcome.workers} worker(s))"
+        f"{_cut_short(outcome)}"
     )
 
 
