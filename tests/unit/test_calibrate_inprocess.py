@@ -4,6 +4,7 @@ verdicts' grouping, and the shared plan giving what ``run_test`` gives."""
 from __future__ import annotations
 
 import csv
+import time
 from dataclasses import replace
 
 import pytest
@@ -12,7 +13,7 @@ from rich.console import Console
 from tabmem.battery.base import TestContext, run_test
 from tabmem.calibrate import SIZES, calibrate
 from tabmem.calibrate.cells import Job, ModelSpec, run_job
-from tabmem.calibrate.run import compose_world
+from tabmem.calibrate.run import compose_world, plan_jobs, run_jobs
 from tabmem.calibrate.tables import (
     DATASET_VERDICT,
     dataset_verdicts,
@@ -36,6 +37,7 @@ def test_smoke_size_runs_every_cell_and_prints_its_tables(smoke) -> None:
     # per setting: the negatives and one partial memorizer on the file, the memorizer on its twin
     models = len(size.negatives) + len(size.shares) * len(size.rests) + 1
     assert len(outcome.cells) == models * len(size.tests) * len(size.settings)
+    assert outcome.jobs[0] == outcome.jobs[1] > 0
     assert len(outcome.verdicts) == models * len(size.settings)
     assert "False positives on reference negatives" in printed
     for test in (*size.tests, DATASET_VERDICT):
@@ -144,3 +146,15 @@ def test_a_shared_plan_gives_what_run_test_gives() -> None:
                 alone.n_queries,
                 alone.p_value,
             )
+
+
+def test_no_job_starts_after_the_deadline() -> None:
+    size = SIZES["smoke"]
+    world = compose_world(size)
+    jobs = plan_jobs(size, world.settings)
+    advanced: list[int] = []
+    rows, ran = run_jobs(world, jobs, 1, advanced.append, deadline=time.perf_counter())
+    assert (rows, ran, advanced) == ([], 0, [])
+    rows, ran = run_jobs(world, jobs[:1], 1, advanced.append)
+    assert ran == 1
+    assert advanced == [len(rows)] and rows
