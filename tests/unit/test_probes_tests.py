@@ -94,6 +94,14 @@ def run(
     return get_test(test)(TestContext(dataset, model, settings(test, **changes), seed=seed))
 
 
+def best_single(records) -> float:
+    """The best data-only rule's mean chance of picking the real option over the records."""
+    names = {name for r in records for name in r.extra["baseline_chances"]}
+    return max(sum(r.extra["baseline_chances"].get(n, 0.0) for r in records) for n in names) / len(
+        records
+    )
+
+
 @pytest.mark.parametrize("test", PROBES)
 @pytest.mark.parametrize("form", ["chat", "completion"])
 def test_the_memorizer_recognises_every_real_record(test: str, form: str) -> None:
@@ -101,8 +109,7 @@ def test_the_memorizer_recognises_every_real_record(test: str, form: str) -> Non
     assert result.verdict == Verdict.EVIDENCE
     assert (result.n_hits, result.n_queries) == (30, 30)
     rule = sum(r.extra["rule_hit"] for r in result.records) / 30
-    best = sum(max(r.extra["baseline_chances"].values()) for r in result.records) / 30
-    assert result.baseline == pytest.approx(best)
+    assert result.baseline == pytest.approx(best_single(result.records))
     assert result.baseline >= max(0.2, rule)
     assert result.metrics["chance_p_value"] == pytest.approx(0.2**30)
     assert result.p_value < 1e-6
@@ -184,14 +191,12 @@ def test_failed_queries_are_misses_and_do_not_stop_the_test() -> None:
     assert failed == 10 and result.n_hits == 20
     assert result.all_metrics()["n_failed_queries"] == 10
     assert result.metrics["n_unparseable"] == 0 and result.info["parse_rules"]["failed"] == 10
-    # a third of the answers lost: 20/30 against the per-question best of chance and the
-    # data-only rules (0.573 here: the copula rule alone picks the real record on 0.367 of
-    # these questions, each rule wins on some) is p=0.20, no longer evidence
+    # a third of the answers lost: 20/30 against the best data-only rule on these questions
+    # (the copula rule picks the real record on 0.367 of them, above chance and the others)
     rule = sum(r.extra["rule_hit"] for r in result.records) / 30
-    best = sum(max(r.extra["baseline_chances"].values()) for r in result.records) / 30
-    assert result.baseline == pytest.approx(best)
+    assert result.baseline == pytest.approx(best_single(result.records))
     assert result.baseline >= max(0.2, rule)
-    assert result.verdict == Verdict.NO_EVIDENCE
+    assert result.verdict == Verdict.EVIDENCE
     assert result.p_value == pytest.approx(binomial_greater(20, 30, result.baseline))
 
 

@@ -1,4 +1,4 @@
-"""The per-query best of the data-only predictors, and the cross-fitted value predictors."""
+"""The best of the data-only predictors, and the cross-fitted value predictors."""
 
 import random
 
@@ -15,7 +15,7 @@ from tabmem.stats.best_of import (
 )
 
 
-def test_each_query_takes_its_best_predictor_and_the_sentence_names_the_leader():
+def test_the_best_single_predictor_sets_the_baseline_and_the_sentence_names_it():
     best = BestOf.of(
         [
             {"a": 1.0, "b": 0.0},
@@ -24,14 +24,19 @@ def test_each_query_takes_its_best_predictor_and_the_sentence_names_the_leader()
             {"a": 0.0, "b": 0.0},
         ]
     )
-    assert best.per_query.tolist() == [1.0, 1.0, 0.25, 0.0]
-    assert best.rate == pytest.approx(2.25 / 4)
-    # the mean of the per-query best is above either predictor's own mean
-    assert best.rate > max(best.accuracies().values())
-    assert best.setters() == {"b": 2, "a": 1}
+    assert best.rate == best.best_single == pytest.approx(1.25 / 4)
+    # not the mean of the per-query best (2.25 / 4): picking the predictor that is right on
+    # each query needs the answer, which no model without the rows has
+    assert best.best_column.tolist() == [0.0, 1.0, 0.25, 0.0]
     assert best.leader() == "b"
-    assert "b sets it on 2 of 4 queries" in best.sentence()
+    assert best.sentence() == "the best of a 0.250, b 0.312: b"
     assert best.metrics() == {"baseline_a": 0.25, "baseline_b": 0.3125}
+
+
+def test_the_file_rate_floors_the_baseline():
+    best = BestOf.of([{"a": 0.0}, {"a": 0.2}], floor=0.3)
+    assert best.rate == 0.3 and best.leader() == "file rate"
+    assert "above the best predictor's 0.100: it sets the baseline" in best.sentence()
 
 
 def test_a_predictor_missing_on_a_query_counts_zero_there():
@@ -93,6 +98,5 @@ def test_whole_records_the_rules_prefer_the_consistent_one_and_the_best_single_r
     # the contrast's value is held by ten rows, the real one by nine without the row
     assert chances[MODE] == 0.0
     best = BestOf.of([chances, {**chances, NEIGHBOURS: 0.0, COPULA: 0.0}])
-    assert best.best_single == 0.5  # one rule right on one pair of two, or the coin
-    assert best.rate == 0.75  # per pair: 1, then the coin's 0.5
+    assert best.best_single == best.rate == 0.5  # one rule right on one pair of two, or the coin
     assert "copula conditional 0.500" in best.single_sentence()

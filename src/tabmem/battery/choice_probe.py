@@ -298,10 +298,10 @@ def _result(
         info={
             **info,
             "evidence_rule": (
-                f"accuracy above the baseline — per question the best of chance 1/{n_options} "
-                "and the chance of each data-only rule (frequencies, a nearest-neighbour model "
-                "and the Gaussian copula of the file, each without the asked record) to pick "
-                "the right option, averaged over the questions — with an exact binomial "
+                f"accuracy above the baseline — the best of chance 1/{n_options} and each "
+                "data-only rule's mean chance (frequencies, a nearest-neighbour model and the "
+                "Gaussian copula of the file, each without the asked record) to pick the right "
+                "option over the questions — with an exact binomial "
                 f"p < {p.alpha:g} from at least {p.min_hits} right answers"
             ),
             "baseline_set_by": best.leader(),

@@ -173,8 +173,8 @@ def _request(
 
 @dataclass(frozen=True)
 class FeatureRates:
-    """One feature's valid-completion rate, its data-only baseline (the mean of its queries'
-    per-query best), the marginal draws' rate alone, and the exact p-value."""
+    """One feature's valid-completion rate, its data-only baseline (the best predictor's mean
+    chance on its queries), the marginal draws' rate alone, and the exact p-value."""
 
     feature: str
     position: int
@@ -192,14 +192,14 @@ class FeatureRates:
 
 def feature_rates(names: list[str], records: list[QueryRecord]) -> list[FeatureRates]:
     """Per asked feature: the model's rate with a Wilson interval, the data-only baseline (the
-    mean of the per-query best, ``tabmem.stats.best_of``) with a normal interval, and the exact
+    best predictor's mean chance, ``tabmem.stats.best_of``) with a normal interval, and the exact
     binomial p-value of as many valid answers against that baseline."""
     out = []
     for position in sorted({r.extra["position"] for r in records}):
         mine = [r for r in records if r.extra["position"] == position]
         valid = sum(int(r.score) for r in mine)
         chances = np.array([r.extra["marginal_chance"] for r in mine])
-        best = BestOf.of([r.extra["baseline_chances"] for r in mine]).per_query
+        best = BestOf.of([r.extra["baseline_chances"] for r in mine]).best_column
         interval = wilson(valid, len(mine))
         spread = 1.96 * best.std(ddof=1) / np.sqrt(len(mine)) if len(mine) > 1 else 0.0
         baseline = float(best.mean())
@@ -441,10 +441,10 @@ def _result(
         info={
             "evidence_rule": (
                 f"valid answers beyond the data-only baseline, exact binomial p < {p.alpha} "
-                f"from at least {p.min_hits} valid answers; the baseline is, per query, the "
-                "best chance of a valid answer of any data-only predictor (mode, marginal draw, "
-                "nearest neighbours, the copula's conditional greedy or drawn, each fitted "
-                "without the queried row), averaged over the queries"
+                f"from at least {p.min_hits} valid answers; the baseline is the best data-only "
+                "predictor's mean chance of a valid answer over the queries (mode, marginal "
+                "draw, nearest neighbours, the copula's conditional greedy or drawn, each "
+                "fitted without the queried row)"
             ),
             "baseline_set_by": best.leader(),
             "prompt_form": ctx.prompt_form,

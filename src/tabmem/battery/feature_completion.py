@@ -4,13 +4,12 @@ value of a highly unique one?
 The prompt lists a random row's features as ``Feature = Value`` lines, leaving out one
 feature with many distinct values (a name, a measurement with many decimals), and ends with
 ``Feature =``. Many distinct values do not make a feature unguessable: iris' petal length
-follows from the species and the petal width. So each query's baseline is the best that any
-data-only predictor reaches on it, each fitted without the queried row
+follows from the species and the petal width. So the baseline is the best that any
+data-only predictor reaches on the queried rows, each fitted without the queried row
 (``tabmem.stats.best_of``): the column's mode and a draw from it, the greedy answer of a
 nearest-neighbour model of the other features, the greedy answer and a draw of the Gaussian
-copula's conditional. Exact answers beyond the mean of those per-query baselines (or the
-file's marginal rate, ``file rate``, where that is higher) point to memory of the rows
-(``tabmem.stats.hits``). A
+copula's conditional. Exact answers beyond the best one's rate (or the file's marginal rate,
+``file rate``, where that is higher) point to memory of the rows (``tabmem.stats.hits``). A
 feature the predictors get too well leaves no room for memory to show, and the test does not
 apply.
 """
@@ -268,6 +267,7 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
     claims = "rows_seen"
     title = "feature completion"
     settings = FeatureCompletionSettings
+    min_columns = 2
     nothing_fits = "no question fits the model's context window"
 
     def pick(self, ctx: TestContext) -> list[FeatureQuestion]:
@@ -373,10 +373,10 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
                 ),
                 "baseline_set_by": best.leader(),
                 "evidence_rule": (
-                    "evidence when exact values beat the baseline — per query the best chance "
-                    "of any data-only predictor (mode, marginal draw, nearest neighbours, the "
-                    "copula's conditional greedy or drawn), each fitted without the queried row, "
-                    "averaged over the queries, or the file's marginal rate where higher — with "
+                    "evidence when exact values beat the baseline — the best data-only "
+                    "predictor's mean chance over the queries (mode, marginal draw, nearest "
+                    "neighbours, the copula's conditional greedy or drawn, each fitted without "
+                    "the queried row), or the file's marginal rate where higher — with "
                     "an exact binomial p < alpha from at least min_hits hits"
                 ),
             },

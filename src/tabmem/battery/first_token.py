@@ -193,8 +193,7 @@ class FirstToken(WindowTest[TokenFacts]):
         records: Sequence[QueryRecord],
         context: dict[str, Any],
     ) -> TestResult:
-        """The answers' first tokens against the per-query best of the data-only predictors;
-        the context."""
+        """The answers' first tokens against the best data-only predictor; the context."""
         baseline, best = facts.baseline, facts.baseline.best
         per_query = BestOf.of([r.extra["baseline_chances"] for r in records], floor=baseline.rate)
         model_only = sum(r.score == 1 and not r.extra["baseline_right"] for r in records)
@@ -221,10 +220,10 @@ class FirstToken(WindowTest[TokenFacts]):
             },
             info={
                 "evidence_rule": (
-                    "evidence when first tokens beat the baseline — per query the best chance "
-                    "of any cross-fitted data-only predictor (mode, logistic regression, "
-                    "gradient-boosted trees, a draw of the other rows' first tokens) averaged "
-                    "over the queries, the best one's accuracy over all scored rows as a floor "
+                    "evidence when first tokens beat the baseline — the best cross-fitted "
+                    "data-only predictor's mean chance over the queries (mode, logistic "
+                    "regression, gradient-boosted trees, a draw of the other rows' first "
+                    "tokens), its accuracy over all scored rows as a floor "
                     "— with an exact binomial p < alpha from at least min_hits hits"
                 ),
                 "best_baseline": best.name,
