@@ -106,7 +106,7 @@ class PaperRuns:
     @property
     def experiment(self) -> str:
         """The experiment a command filling a missing cell should log to."""
-        return self.experiments[0] if self.experiments else "paper"
+        return self.experiments[0] if self.experiments else ""
 
     def newest(self) -> pd.DataFrame:
         """One run per (model, dataset, test, transform): the newest at any temperature."""
