@@ -3,6 +3,7 @@
     python scripts/calibrate_reference.py                 # the default size (about 45 minutes)
     python scripts/calibrate_reference.py --smoke         # seconds: one file, three tests
     python scripts/calibrate_reference.py --negative-seeds 10 --power-seeds 5 --rests learner
+    python scripts/calibrate_reference.py --from-cells outputs/calibration/reference_cells.csv
 
 Writes reference_cells.csv, reference_dataset_verdicts.csv, fpr.md, power.md and power.png
 into --out (outputs/calibration/) and prints the false-positive table and the time.
@@ -21,7 +22,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from rich.console import Console  # noqa: E402
+
 from tabmem.calibrate import SIZES, calibrate  # noqa: E402
+from tabmem.calibrate.run import read_cells, tabulate  # noqa: E402
 
 
 def _list(text: str) -> tuple[str, ...]:
@@ -60,9 +64,17 @@ def main(argv: list[str] | None = None) -> int:
         help="start no job after this many minutes; the tables count what ran (default 45)",
     )
     parser.add_argument(
+        "--from-cells",
+        type=Path,
+        help="write the tables of a reference_cells.csv again instead of running cells",
+    )
+    parser.add_argument(
         "--out", type=Path, default=ROOT / "outputs" / "calibration", help="output folder"
     )
     args = parser.parse_args(argv)
+    if args.from_cells:
+        tabulate(read_cells(args.from_cells), args.out, Console())
+        return 0
     size = SIZES["smoke" if args.smoke else "default"]
     changes = {
         "negative_seeds": args.negative_seeds,

@@ -13,7 +13,7 @@ from rich.console import Console
 from tabmem.battery.base import TestContext, run_test
 from tabmem.calibrate import SIZES, calibrate
 from tabmem.calibrate.cells import Job, ModelSpec, run_job
-from tabmem.calibrate.run import compose_world, plan_jobs, run_jobs
+from tabmem.calibrate.run import compose_world, plan_jobs, read_cells, run_jobs, tabulate
 from tabmem.calibrate.tables import (
     DATASET_VERDICT,
     dataset_verdicts,
@@ -63,6 +63,16 @@ def test_fpr_table_counts_the_negatives_of_each_setting(smoke) -> None:
     assert {(r["setting"], r["test"]) for r in outcome.fpr} == {
         (s, t) for s in size.settings for t in (*size.tests, DATASET_VERDICT)
     }
+
+
+def test_recorded_cells_give_the_same_tables_again(smoke, tmp_path) -> None:
+    outcome, out, _ = smoke
+    console = Console(record=True, width=160)
+    again = tabulate(read_cells(out / "reference_cells.csv"), tmp_path, console)
+    assert again.fpr == outcome.fpr
+    assert again.power == outcome.power
+    assert "tabulated from recorded cells" in console.export_text()
+    assert (tmp_path / "power.png").stat().st_size > 0
 
 
 @pytest.mark.parametrize("n", [1, 10, 500, 1000])

@@ -298,20 +298,48 @@ def calibrate(
         cells, ran = run_jobs(
             world, jobs, workers, lambda n: (progress.advance(task, n), log(n)), deadline
         )
-    tests = list(size.tests or rows_seen_tests())
+    seconds = time.perf_counter() - started
+    return tabulate(cells, out, console, seconds, workers, (ran, len(jobs)))
+
+
+def tabulate(
+    cells: list[dict[str, Any]],
+    out: Path,
+    console: Console,
+    seconds: float = 0.0,
+    workers: int = 0,
+    jobs: tuple[int, int] = (0, 0),
+) -> Outcome:
+    """The dataset verdicts, the FPR and power tables and the figure of ``cells``, written
+    into ``out`` and the FPR table printed with the time."""
+    present = {str(r["test"]) for r in cells}
+    tests = [t for t in rows_seen_tests() if t in present]
     verdicts = dataset_verdicts(cells)
     outcome = Outcome(
         cells,
         verdicts,
         fpr_rows(cells, verdicts, tests),
         power_rows(cells, verdicts, tests),
-        time.perf_counter() - started,
+        seconds,
         workers,
-        jobs=(ran, len(jobs)),
+        jobs,
     )
-    outcome.files = write_outputs(outcome, size, out)
+    outcome.files = write_outputs(outcome, out)
     print_summary(outcome, console)
     return outcome
+
+
+def read_cells(path: Path) -> list[dict[str, Any]]:
+    """The cells of a ``reference_cells.csv`` with their numbers typed again."""
+    with path.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
+        row["seed"] = int(row["seed"])
+        row["share"] = float(row["share"]) if row["share"] else ""
+        row["n_hits"], row["n_queries"] = int(row["n_hits"]), int(row["n_queries"])
+        for name in ("p_value", "baseline"):
+            row[name] = float(row[name]) if row[name] else None
+    return rows
 
 
 def _plain_progress(console: Console, total: int, started: float) -> Callable[[int], None]:
@@ -334,7 +362,7 @@ def inapplicable_reasons() -> dict[str, str]:
     return {**LOG_PROBABILITY_TESTS}
 
 
-def write_outputs(outcome: Outcome, size: Size, out: Path) -> list[Path]:
+def write_outputs(outcome: Outcome, out: Path) -> list[Path]:
     """``reference_cells.csv``, ``reference_dataset_verdicts.csv``, ``fpr.md``, ``power.md``
     and ``power.png`` in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
@@ -343,11 +371,11 @@ def write_outputs(outcome: Outcome, size: Size, out: Path) -> list[Path]:
     verdicts_path = out / "reference_dataset_verdicts.csv"
     _write_csv(verdicts_path, VERDICT_FIELDS, outcome.verdicts)
     fpr_path = out / "fpr.md"
-    fpr_path.write_text(fpr_markdown(outcome, size))
+    fpr_path.write_text(fpr_markdown(outcome))
     power_path = out / "power.md"
     power_path.write_text(
         "# Power of the tests of rows seen on partial memorizers (in-process calibration)\n\n"
-        f"{describe(size, outcome)}\n\nTPR = `evidence` among applicable cells, with its "
+        f"{describe(outcome)}\n\nTPR = `evidence` among applicable cells, with its "
         "Clopper-Pearson 95 % interval; `rest` is what answers the rows the partial "
         "memorizer does not know.\n\n" + power_markdown(outcome.power) + "\n"
     )
@@ -356,16 +384,39 @@ def write_outputs(outcome: Outcome, size: Size, out: Path) -> list[Path]:
     return [cells_path, verdicts_path, fpr_path, power_path, figure_path]
 
 
-def describe(size: Size, outcome: Outcome) -> str:
-    """One paragraph: what ran, how many cells, how long."""
+def describe(outcome: Outcome) -> str:
+    """One paragraph, read from the cells: which files, models, shares, rests, seeds and
+    settings ran, how many cells, how long."""
+    cells = outcome.cells
+
+    def listed(field: str, rows: Sequence[dict[str, Any]]) -> str:
+        return ", ".join(sorted({str(r[field]) for r in rows}, key=_natural)) or "none"
+
+    negative = [r for r in cells if r["model"] != "oracle-partial" and r["transform"] != "twin"]
+    twins = [r for r in cells if r["transform"] == "twin"]
+    power = [r for r in cells if r["model"] == "oracle-partial"]
     return (
-        f"Files: {', '.join(size.datasets)}; negatives: {', '.join(negatives(size))} on the real "
-        f"files and {TWIN_MODEL} on twins, seeds 0-{size.negative_seeds - 1}; partial "
-        f"memorizers at shares {', '.join(f'{s:g}' for s in size.shares)}, rests "
-        f"{', '.join(size.rests)}, seeds 0-{size.power_seeds - 1}; settings "
-        f"{', '.join(size.settings)}. {len(outcome.cells)} cells, "
-        f"{outcome.seconds:.0f} s with {outcome.workers} worker(s){_cut_short(outcome)}."
+        f"Files: {listed('dataset', cells)}. Negatives: {listed('model', negative)} on the "
+        f"real files (seeds {listed('seed', negative)}), {listed('model', twins)} on twins "
+        f"(seeds {listed('seed', twins)}). Partial memorizers: shares {listed('share', power)}, "
+        f"rests {listed('rest', power)}, seeds {listed('seed', power)}. Settings: "
+        f"{listed('setting', cells)}. {len(cells)} cells{_timing(outcome)}."
     )
+
+
+def _timing(outcome: Outcome) -> str:
+    """ ", N s with W worker(s)" for a run; ", tabulated from recorded cells" otherwise."""
+    if not outcome.workers:
+        return ", tabulated from recorded cells"
+    return f", {outcome.seconds:.0f} s with {outcome.workers} worker(s){_cut_short(outcome)}"
+
+
+def _natural(text: str) -> tuple[float, str]:
+    """Numbers by value, then text: seeds 2 before 10."""
+    try:
+        return float(text), ""
+    except ValueError:
+        return math.inf, text
 
 
 def _cut_short(outcome: Outcome) -> str:
@@ -374,12 +425,12 @@ def _cut_short(outcome: Outcome) -> str:
     return f", stopped at its time limit after {ran} of {planned} jobs" if ran < planned else ""
 
 
-def fpr_markdown(outcome: Outcome, size: Size) -> str:
+def fpr_markdown(outcome: Outcome) -> str:
     """``fpr.md``: the negatives' table, per setting and test, and the dataset verdict."""
     body = fpr_table(outcome.fpr, inapplicable_reasons())
     return (
         "# False positives of the tests of rows seen on reference negatives (in-process)\n\n"
-        f"{describe(size, outcome)}\n\nA cell is applicable unless its test said "
+        f"{describe(outcome)}\n\nA cell is applicable unless its test said "
         "`not_applicable`; the bound is the exact one-sided 95 % upper bound of the FPR "
         "(with 0 of n: 1 - 0.05^(1/n)). A test asked at the same counts at both settings "
         "is run once and counted at both.\n\n" + markdown(FPR_HEADER, body) + "\n"
@@ -396,10 +447,10 @@ def print_summary(outcome: Outcome, console: Console) -> None:
         table.add_row(*(str(c) for c in row), style=style)
     console.print(table)
     rate = len(outcome.cells) / outcome.seconds if outcome.seconds else 0.0
+    timing = f" in {outcome.seconds:.1f} s ({rate:.1f} cells/s, {outcome.workers} worker(s))"
     console.print(
-        f"{len(outcome.cells)} cells and {len(outcome.verdicts)} dataset verdicts in "
-        f"{outcome.seconds:.1f} s ({rate:.1f} cells/s, {outcome.workers} worker(s))"
-        f"{_cut_short(outcome)}"
+        f"{len(outcome.cells)} cells and {len(outcome.verdicts)} dataset verdicts"
+        + (timing + _cut_short(outcome) if outcome.workers else ", tabulated from recorded cells")
     )
 
 

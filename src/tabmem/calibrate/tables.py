@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import product
 from pathlib import Path
 from typing import Any
 
@@ -202,20 +203,28 @@ def power_markdown(power: Sequence[Mapping[str, Any]]) -> str:
 
 
 def power_figure(power: Sequence[Mapping[str, Any]], path: Path) -> None:
-    """TPR by share with its interval: one panel per rest and setting, the dataset verdict
-    bold, each test thin."""
+    """TPR by share with its interval: a row of panels per rest, a column per setting; the
+    dataset verdict bold with its interval, each test thin."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = sorted({(r["rest"], r["setting"]) for r in power})
-    if not panels:
+    rests = sorted({r["rest"] for r in power})
+    settings = sorted({r["setting"] for r in power})
+    shares = sorted({float(r["share"]) for r in power})
+    if not rests:
         return
     figure, axes = plt.subplots(
-        1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False, sharey=True
+        len(rests),
+        len(settings),
+        figsize=(4.6 * len(settings), 3.4 * len(rests)),
+        squeeze=False,
+        sharex=True,
+        sharey=True,
     )
-    for ax, (rest, setting) in zip(axes[0], panels, strict=True):
+    for (i, rest), (j, setting) in product(enumerate(rests), enumerate(settings)):
+        ax = axes[i][j]
         lines: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
         for r in power:
             if (r["rest"], r["setting"]) == (rest, setting) and r["applicable"]:
@@ -240,10 +249,14 @@ def power_figure(power: Sequence[Mapping[str, Any]], path: Path) -> None:
                 marker="o" if bold else ".",
             )
         ax.set_xscale("log")
+        ax.set_xticks(shares, [f"{share:g}" for share in shares])
+        ax.minorticks_off()
         ax.set_title(f"rest {rest}, {setting} counts", fontsize=9)
-        ax.set_xlabel("share of rows known")
         ax.set_ylim(-0.02, 1.02)
-    axes[0][0].set_ylabel("TPR (evidence)")
+    for row in axes:
+        row[0].set_ylabel("TPR (evidence)")
+    for ax in axes[-1]:
+        ax.set_xlabel("share of rows known")
     axes[0][-1].legend(fontsize=6, loc="lower right")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
