@@ -1,8 +1,10 @@
-"""What the benchmark scripts share: test configs, a model that only records its requests,
-a latency server in its own process, and plain-text tables."""
+"""What the benchmark scripts share: test configs composed as a run composes them, the smoke
+size, a model that only records its requests, a latency server in its own process, and
+plain-text tables."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -12,29 +14,44 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+os.environ.pop("MLFLOW_TRACKING_URI", None)  # each benchmark logs into its own temporary store
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
 
 from omegaconf import OmegaConf  # noqa: E402
 
+from tabmem.api import compose_config  # noqa: E402
 from tabmem.battery.base import TestContext, get_test  # noqa: E402
 from tabmem.data import Dataset  # noqa: E402
 from tabmem.llm.base import GenerationParams, Message, Request, Response  # noqa: E402
 from tabmem.llm.client import LanguageModel  # noqa: E402
 
+SMOKE_ENV = "TABMEM_BENCH_SMOKE"
 
-def test_config(name: str, **overrides: Any) -> dict[str, Any]:
-    """``conf/test/<name>.yaml`` as a dict, with ``overrides`` applied."""
-    config = OmegaConf.to_container(OmegaConf.load(ROOT / "conf" / "test" / f"{name}.yaml"))
+
+def add_smoke_flag(parser: argparse.ArgumentParser) -> None:
+    """``--smoke``: the benchmark at its smallest size (seconds), as the test suite runs it;
+    ``TABMEM_BENCH_SMOKE=1`` in the environment does the same."""
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        default=os.environ.get(SMOKE_ENV, "") not in ("", "0"),
+        help=f"smallest size, seconds (the test suite's; also {SMOKE_ENV}=1)",
+    )
+
+
+def composed_test_config(name: str, *overrides: str) -> dict[str, Any]:
+    """Test ``name``'s settings as ``python run.py test=<name> <overrides>`` composes them
+    (its defaults list included, such as ``/shared/windows``)."""
+    config = OmegaConf.to_container(compose_config([f"test={name}", *overrides]).test, resolve=True)
     assert isinstance(config, dict)
-    config.pop("defaults", None)
-    return {**config, **overrides}
+    return config
 
 
 def sized_test_config(name: str, queries: int) -> dict[str, Any]:
     """A test's config asking ``queries`` queries: ``n_queries`` where the test has it, else
     (the header test) one split per data row."""
-    config = test_config(name)
+    config = composed_test_config(name)
     if "n_queries" in config:
         return {**config, "n_queries": queries}
     if name == "header":

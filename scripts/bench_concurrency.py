@@ -8,6 +8,7 @@ latency / concurrency) and with a sequential client (the OpenAI SDK, one request
 requests). Then the same grid runs again from the caches: its time and model calls.
 
     python scripts/bench_concurrency.py [--latency 0.2] [--queries 100] [--levels 1,4,16,64]
+    python scripts/bench_concurrency.py --smoke    # 8 queries, 20 ms, levels 1 and 4 (seconds)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from bench_common import (
     RecordingModel,
+    add_smoke_flag,
     print_table,
     recorded_requests,
     sized_test_config,
@@ -122,7 +124,10 @@ def main() -> None:
     parser.add_argument("--test", default="row_completion")
     parser.add_argument("--dataset", default="titanic")
     parser.add_argument("--repeats", type=int, default=3, help="runs per level above 1 (median)")
+    add_smoke_flag(parser)
     args = parser.parse_args()
+    if args.smoke:
+        args.latency, args.queries, args.levels, args.repeats = 0.02, 8, "1,4", 1
     test = args.test if args.test in registry() else "header"
     if test != args.test:
         print(f"test '{args.test}' is not available; benchmarking '{test}' instead")

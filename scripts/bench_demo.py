@@ -10,6 +10,11 @@ SmolLM2 weights) and the demo grid itself. ``--full`` also times ``make install`
 ``make test`` needs: torch, transformers, Ray, Slurm) from nothing in a second copy.
 
     python scripts/bench_demo.py [--full] [--keep]
+    python scripts/bench_demo.py --smoke   # the copy and ``make -n demo`` only (seconds)
+
+A fresh virtual environment filled from the package index cannot be made smaller, so
+``--smoke`` (``TABMEM_BENCH_SMOKE=1``) copies the tree and has make list, without running
+them, the commands ``make demo`` would run there; it says that it skipped the rest.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+SMOKE_ENV = "TABMEM_BENCH_SMOKE"  # as in bench_common, which imports the package: this script
+# needs only the standard library
 
 
 def copy_tree(target: Path) -> int:
@@ -44,10 +51,12 @@ def copy_tree(target: Path) -> int:
     return count
 
 
-def timed_make(target: str, folder: Path) -> tuple[float, subprocess.CompletedProcess]:
+def timed_make(
+    target: str, folder: Path, *options: str
+) -> tuple[float, subprocess.CompletedProcess]:
     started = time.perf_counter()
     done = subprocess.run(
-        ["make", target], cwd=folder, capture_output=True, text=True, env=_clean_env()
+        ["make", *options, target], cwd=folder, capture_output=True, text=True, env=_clean_env()
     )
     return time.perf_counter() - started, done
 
@@ -66,12 +75,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", action="store_true", help="also time make install")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copies")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        default=os.environ.get(SMOKE_ENV, "") not in ("", "0"),
+        help=f"copy the tree and list make demo's commands only (also {SMOKE_ENV}=1)",
+    )
     args = parser.parse_args()
-    names = ("demo", "full") if args.full else ("demo",)
+    names = ("demo", "full") if args.full and not args.smoke else ("demo",)
     folders = [Path(tempfile.mkdtemp(prefix=f"tabmem-{name}-")) for name in names]
     try:
         files = [copy_tree(folder) for folder in folders]
         print(f"4. make demo from nothing: {files[0]} files copied to {folders[0]}, no pip cache")
+        if args.smoke:
+            smoke(folders[0])
+            return
         install_s = timed_or_fail("install-demo", folders[0])
         demo_s, demo = timed_make("demo", folders[0])
         print("\n".join(demo.stdout.splitlines()[-12:]))
@@ -90,6 +108,17 @@ def main() -> None:
                 print(f"kept {folder}")
             else:
                 shutil.rmtree(folder, ignore_errors=True)
+
+
+def smoke(folder: Path) -> None:
+    """``make -n demo`` in the copy: the commands it would run, none of them run."""
+    seconds, done = timed_make("demo", folder, "-n")
+    if done.returncode != 0:
+        print(done.stdout[-2000:], done.stderr[-3000:])
+        raise SystemExit("make -n demo failed in the copy")
+    commands = [line for line in done.stdout.splitlines() if line.strip()]
+    print(f"make -n demo in the copy: {len(commands)} commands listed in {seconds:.1f} s")
+    print("smoke: the install and the demo grid skipped (a fresh .venv from the package index)")
 
 
 def timed_or_fail(target: str, folder: Path) -> float:

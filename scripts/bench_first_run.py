@@ -13,6 +13,7 @@ from its KV cache, plus generated tokens), with the prompt and completion tokens
 cell's verdict; then after/before ratios. ``--repeats`` alternates which goes first.
 
     python scripts/bench_first_run.py [--repeats 1]
+    python scripts/bench_first_run.py --smoke   # iris alone, two short queries per cell
 """
 
 from __future__ import annotations
@@ -24,13 +25,21 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_common import ROOT, print_table
+from bench_common import ROOT, add_smoke_flag, print_table
 
 SETTINGS = {
     "before": ["test.few_shot_row=null", "test.stop_on_divergence=false"],
     "after": [],
 }
 TOKENS = ("evaluated_tokens", "prompt_tokens", "completion_tokens")
+# --smoke: the demo grid on iris alone, one few-shot example, two queries to the third row.
+SMOKE = [
+    "hydra.sweeper.params.dataset=iris",
+    "test.few_shot=1",
+    "test.split_rows=[1,2]",
+    "test.n_rows=3",
+    "test.few_shot_row=2",
+]
 
 
 def run_grid(overrides: list[str], outputs: Path) -> float:
@@ -54,20 +63,22 @@ def run_grid(overrides: list[str], outputs: Path) -> float:
 
 
 def read_cells(outputs: Path) -> tuple[dict[str, float], dict[str, str]]:
-    """Summed token counts and each dataset's verdict, from the run's MLflow store."""
-    import mlflow
+    """Summed token counts and each dataset's verdict, from the run's MLflow store (read
+    without ``mlflow.set_tracking_uri``, which would send the next grid's runs there)."""
+    from tabmem.tracking.runs import load_runs
 
-    mlflow.set_tracking_uri(f"sqlite:///{outputs / 'mlflow.db'}")
-    runs = mlflow.search_runs(experiment_names=["demo"])
-    totals = {name: float(runs[f"metrics.{name}"].sum()) for name in TOKENS}
-    verdicts = dict(zip(runs["tags.dataset"], runs["tags.verdict"], strict=True))
+    runs = load_runs(f"sqlite:///{outputs / 'mlflow.db'}", ["demo"])
+    totals = {name: float(runs[f"metric.{name}"].sum()) for name in TOKENS}
+    verdicts = dict(zip(runs["dataset"], runs["verdict"], strict=True))
     return totals, verdicts
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=1)
+    add_smoke_flag(parser)
     args = parser.parse_args()
+    size = SMOKE if args.smoke else []
     walls: dict[str, list[float]] = {name: [] for name in SETTINGS}
     tokens: dict[str, dict[str, float]] = {}
     verdicts: dict[str, dict[str, str]] = {}
@@ -76,11 +87,12 @@ def main() -> None:
             order = list(SETTINGS) if repeat % 2 else list(reversed(SETTINGS))
             for name in order:
                 outputs = Path(tmp) / f"{name}-{repeat}"
-                walls[name].append(run_grid(SETTINGS[name], outputs))
+                walls[name].append(run_grid([*size, *SETTINGS[name]], outputs))
                 tokens[name], verdicts[name] = read_cells(outputs)
     rows = [[name, min(walls[name]), *(int(tokens[name][t]) for t in TOKENS)] for name in SETTINGS]
+    cells = len(verdicts["after"])
     print_table(
-        f"5. the demo grid (4 header cells, smollm2-135m, no cache), best of {args.repeats}",
+        f"5. the demo grid ({cells} header cells, smollm2-135m, no cache), best of {args.repeats}",
         ["setting", "wall s", "evaluated tokens", "prompt tokens", "completion tokens"],
         rows,
     )

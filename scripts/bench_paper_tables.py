@@ -10,6 +10,7 @@ store is kept (``--store``) for the next run. Then the whole report is built as
 and the ratio of the wall time to the target.
 
     python scripts/bench_paper_tables.py [--models 24] [--store outputs/bench/paper-store]
+    python scripts/bench_paper_tables.py --smoke   # one model on two files, a temporary store
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from bench_common import ROOT, print_table
+from bench_common import ROOT, add_smoke_flag, print_table
 
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.errors import TabmemError
@@ -39,6 +40,7 @@ KNOWLEDGE = ("feature_names", "feature_values", "feature_distribution", "conditi
 TRANSFORMS = ("original", "perturbed", "task", "statistical")
 BASELINES = ("logistic-regression", "gradient-boosted-tree")
 VERDICTS = ("evidence", "no_evidence", "ambiguous", "not_applicable")
+SMOKE_DATASETS = ("iris", "california-housing")  # california-housing: the samples' figures
 
 
 class SyntheticStore:
@@ -151,11 +153,12 @@ def sample_metrics(rng: np.random.Generator) -> dict[str, float]:
     }
 
 
-def fill(store: SyntheticStore, models: int) -> None:
-    """The paper grid's runs for ``models`` language models and the two baselines."""
+def fill(store: SyntheticStore, models: int, datasets: tuple[str, ...] | None = None) -> None:
+    """The paper grid's runs for ``models`` language models and the two baselines, on every
+    tabular dataset of the registry (or on ``datasets``)."""
     frames = {}
     for name, spec in dataset_specs().items():
-        if spec.kind == "tabular":
+        if spec.kind == "tabular" and (datasets is None or name in datasets):
             try:
                 frames[name] = load_dataset(spec).frame
             except TabmemError:  # a file the user provides (fico, pneumonia, ...), absent here
@@ -208,21 +211,31 @@ def main() -> None:
         default=ROOT / "outputs" / "bench" / "paper-store",
         help="folder of the synthetic store; built once, reused afterwards",
     )
+    add_smoke_flag(parser)
     args = parser.parse_args()
-    marker = args.store / f"complete-{args.models}-models"
+    if args.smoke:
+        with tempfile.TemporaryDirectory() as folder:
+            benchmark(Path(folder) / "store", 1, SMOKE_DATASETS)
+    else:
+        benchmark(args.store, args.models, None)
+
+
+def benchmark(folder: Path, models: int, datasets: tuple[str, ...] | None) -> None:
+    """Log the synthetic store under ``folder`` unless it is there, then time the report."""
+    marker = folder / f"complete-{models}-models"
     if not marker.exists():
-        shutil.rmtree(args.store, ignore_errors=True)
-        args.store.mkdir(parents=True)
-        print(f"logging the synthetic store under {args.store} (once; not timed)")
-        store = SyntheticStore(args.store)
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        print(f"logging the synthetic store under {folder} (once; not timed)")
+        store = SyntheticStore(folder)
         started = time.perf_counter()
-        fill(store, args.models)
+        fill(store, models, datasets)
         marker.write_text(f"{store.runs}\n")
         print(f"logged {store.runs} runs in {time.perf_counter() - started:.0f} s")
     runs = int(marker.read_text())
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as out:
         wall, cpu = time.perf_counter(), time.process_time()
-        report = write_paper(default_tracking_uri(args.store), Path(folder), [EXPERIMENT])
+        report = write_paper(default_tracking_uri(folder), Path(out), [EXPERIMENT])
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     print_table(
         "make paper-tables on the synthetic store",

@@ -8,23 +8,18 @@ what the share would be at other values of ``exchangeable_min_p``, side by side 
 
     python scripts/bench_row_order_gate.py                     # 20 shuffles of the six files
     python scripts/bench_row_order_gate.py --shuffles 50 --datasets iris wine
+    python scripts/bench_row_order_gate.py --smoke          # 2 shuffles of iris (seconds)
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import sys
 from collections import Counter
-from pathlib import Path
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from bench_common import add_smoke_flag, composed_test_config
 
-from omegaconf import OmegaConf
-
-from tabmem.api import compose_config
 from tabmem.battery.base import TestContext
 from tabmem.battery.row_order import RowOrderSettings, order_signal
 from tabmem.data import Dataset, dataset_specs, load_dataset
@@ -56,9 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shuffles", type=int, default=20, help="shuffles per file")
     parser.add_argument("--datasets", nargs="+", default=PAPER_FILES)
+    add_smoke_flag(parser)
     args = parser.parse_args(argv)
-    config = OmegaConf.to_container(compose_config(["test=row_order"]).test, resolve=True)
-    settings = RowOrderSettings.load(config)
+    if args.smoke:
+        args.shuffles, args.datasets = 2, ["iris"]
+    settings = RowOrderSettings.load(composed_test_config("row_order"))
     print(
         f"row order's gate on {args.shuffles} shuffles per file (n_rows={settings.n_rows}, "
         f"file_alpha={settings.file_alpha}, exchangeable_min_p={settings.exchangeable_min_p})"

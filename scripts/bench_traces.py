@@ -11,10 +11,12 @@ with traces, side by side with the same cache; the wall-time ratio is what trace
 cached grid.
 
     python scripts/bench_traces.py [N]      # default N = 200
+    python scripts/bench_traces.py --smoke  # N = 10, one header cell run in this process
 """
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import subprocess
 import sys
@@ -22,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_common import ROOT
+from bench_common import ROOT, add_smoke_flag
 
 from tabmem.llm.base import BaseBackend, GenerationParams, Message, Request
 from tabmem.llm.cache import ResponseCache
@@ -110,20 +112,37 @@ GRID = (
     "model=oracle-memorizer,oracle-learner,oracle-marginal,oracle-null",
     "dataset=iris,titanic,adult,wine,openml-diabetes,california-housing",
     "test=memorization",
-    "progress=false",
-    "show_queries=false",
 )
+SMOKE_GRID = ("model=oracle-memorizer", "dataset=iris", "test=header")
 
 
-def _grid(outputs: Path, traces: bool) -> float:
-    """Wall seconds of the grid run into ``outputs`` (whose cache may already answer it)."""
+def _grid(grid: tuple[str, ...], outputs: Path, traces: bool, in_process: bool) -> float:
+    """Wall seconds of the grid run into ``outputs`` (whose cache may already answer it), by
+    ``python run.py -m`` or (``in_process``) by ``tabmem.grid`` in this process."""
     started = time.perf_counter()
+    if in_process:
+        from tabmem.api import grid as run_grid
+
+        groups = {k: v.split(",") for k, v in (item.split("=", 1) for item in grid)}
+        run_grid(
+            groups["model"],
+            groups["dataset"],
+            groups["test"],
+            quiet=True,
+            outputs_dir=str(outputs),
+            progress=False,
+            show_queries=False,
+            tracking__traces=traces,
+        )
+        return time.perf_counter() - started
     subprocess.run(
         [
             sys.executable,
             "run.py",
             "-m",
-            *GRID,
+            *grid,
+            "progress=false",
+            "show_queries=false",
             f"outputs_dir={outputs}",
             f"tracking.traces={str(traces).lower()}",
         ],
@@ -134,18 +153,18 @@ def _grid(outputs: Path, traces: bool) -> float:
     return time.perf_counter() - started
 
 
-def cached_grid() -> None:
+def cached_grid(grid: tuple[str, ...], in_process: bool = False) -> None:
     """The same cached grid without and with traces, side by side."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        _grid(folder / "fill", traces=False)
+        _grid(grid, folder / "fill", False, in_process)
         for name in ("plain", "traced"):
             shutil.copytree(folder / "fill" / "cache", folder / name / "cache")
-        plain = _grid(folder / "plain", traces=False)
-        traced = _grid(folder / "traced", traces=True)
+        plain = _grid(grid, folder / "plain", False, in_process)
+        traced = _grid(grid, folder / "traced", True, in_process)
         runs = load_runs(f"sqlite:///{folder / 'traced' / 'mlflow.db'}")
         queries = int(runs["metric.n_queries"].sum())
-    print(f"\ncached grid ({' '.join(GRID[:3])}): {len(runs)} cells, {queries} queries")
+    print(f"\ncached grid ({' '.join(grid)}): {len(runs)} cells, {queries} queries")
     print(f"without traces                {plain:8.1f} s")
     print(f"with traces                   {traced:8.1f} s")
     print(f"with / without                {traced / plain:8.2f}")
@@ -153,5 +172,12 @@ def cached_grid() -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 200)
-    cached_grid()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("n", nargs="?", type=int, default=200, help="queries of the logged cell")
+    add_smoke_flag(parser)
+    args = parser.parse_args()
+    main(10 if args.smoke else args.n)
+    if args.smoke:
+        cached_grid(SMOKE_GRID, in_process=True)
+    else:
+        cached_grid(GRID)
