@@ -178,3 +178,14 @@ def test_rule_from_config_and_defaults():
         0.01, 0.05
     )
     assert rule_of(None) == DatasetRule()
+
+
+def test_a_test_recorded_twice_enters_twice_under_a_name_mlflow_accepts():
+    outcomes = [
+        _outcome("sample", p=0.4, run_id="a"),
+        _outcome("sample", p=0.02, run_id="b"),
+        _outcome("row_completion", p=0.5),
+    ]
+    [(_, verdict)] = combine_outcomes(outcomes, RULE)
+    assert [t.test for t in verdict.combined] == ["sample", "sample-2", "row_completion"]
+    assert verdict.holm["sample-2"] == pytest.approx(0.06)

@@ -95,12 +95,13 @@ def combine_outcomes(
 
 def _labelled(tests: list[TestOutcome]) -> list[TestOutcome]:
     """The tests with unique names: a test run more than once on the model × file (recorded
-    answers at several settings) keeps every run, the later ones as ``<test>#2``, …"""
+    answers at several settings) keeps every run, the later ones as ``<test>-2``, … (a name
+    MLflow accepts in a metric's)"""
     counts: dict[str, int] = {}
     labelled = []
     for t in tests:
         counts[t.test] = counts.get(t.test, 0) + 1
-        name = t.test if counts[t.test] == 1 else f"{t.test}#{counts[t.test]}"
+        name = t.test if counts[t.test] == 1 else f"{t.test}-{counts[t.test]}"
         labelled.append(replace(t, test=name))
     return labelled
 
