@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from harness import ONE_PROCESS, seed_store
 
 ROOT = Path(__file__).resolve().parents[2]
 UI_EXPERIMENT = "ui-test"
@@ -17,6 +18,7 @@ UI_EXPERIMENT = "ui-test"
 def ui_sweep(tmp_path_factory) -> Path:
     """The outputs folder of ``model=oracle-memorizer,oracle-null dataset=iris test=header``."""
     outputs = tmp_path_factory.mktemp("ui-outputs")
+    seed_store(outputs / "mlflow.db")
     done = subprocess.run(
         [
             sys.executable,
@@ -25,6 +27,7 @@ def ui_sweep(tmp_path_factory) -> Path:
             "model=oracle-memorizer,oracle-null",
             "dataset=iris",
             "test=header",
+            ONE_PROCESS,
             f"outputs_dir={outputs}",
             f"experiment={UI_EXPERIMENT}",
             "progress=false",

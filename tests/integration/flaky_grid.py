@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from harness import seed_store
 from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +56,10 @@ def sweep_env(**extra: str) -> dict[str, str]:
 def run_sweep(
     outputs: Path, conf: Path | None, experiment: str, *args: str, **env: str
 ) -> subprocess.CompletedProcess:
-    """Run a sweep to its end and return its output."""
+    """Run a sweep to its end and return its output (its store, where it is
+    ``outputs/mlflow.db``, seeded from the template)."""
+    if "MLFLOW_TRACKING_URI" not in env and not any("tracking.uri=" in a for a in args):
+        seed_store(outputs / "mlflow.db")
     return subprocess.run(
         sweep_command(outputs, conf, experiment, *args),
         cwd=ROOT,

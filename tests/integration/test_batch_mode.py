@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from batch_server import BatchServer
 from flaky_grid import ROOT, mlflow_runs, run_sweep, sweep_command, sweep_env, write_model_config
+from harness import ONE_PROCESS
 
 from tabmem.data import dataset_specs, load_dataset
 
@@ -31,13 +32,25 @@ def datasets():
     return [load_dataset(dataset_specs()[name]) for name in ("iris", "titanic")]
 
 
+@pytest.fixture(scope="module")
+def live(tmp_path_factory, datasets) -> tuple[Path, int]:
+    """The grid asked live, once for the tests that compare batches with it: its outputs
+    folder and the requests its server answered."""
+    folder = tmp_path_factory.mktemp("live")
+    with BatchServer(datasets) as server:
+        write_model_config(folder / "conf", "m", server.base_url, timeout=30)
+        done = run_sweep(folder / "outputs", folder / "conf", EXPERIMENT, *GRID, ONE_PROCESS)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return folder / "outputs", server.request_count
+
+
 def _scores(outputs: Path) -> dict[str, tuple[str, list]]:
     """Each cell's verdict and per-query scores, by dataset."""
     runs, client = mlflow_runs(outputs, EXPERIMENT)
     found = {}
     for run in runs:
         folder = outputs / "downloaded" / run.info.run_id
-        folder.mkdir(parents=True)
+        folder.mkdir(parents=True, exist_ok=True)
         local = client.download_artifacts(run.info.run_id, "queries.json", str(folder))
         table = json.loads(Path(local).read_text())
         column = table["columns"].index("score")
@@ -46,18 +59,16 @@ def _scores(outputs: Path) -> dict[str, tuple[str, list]]:
     return found
 
 
-def test_a_batched_grid_gives_the_verdicts_and_scores_of_the_live_one(tmp_path, datasets):
+def test_a_batched_grid_gives_the_verdicts_and_scores_of_the_live_one(tmp_path, datasets, live):
+    live_outputs, asked_live = live
     conf = tmp_path / "conf"
     with BatchServer(datasets) as server:
         write_model_config(conf, "m", server.base_url, batch_poll_seconds=0.1, timeout=30)
-        live = run_sweep(tmp_path / "live", conf, EXPERIMENT, *GRID)
-        assert live.returncode == 0, live.stderr[-3000:]
-        asked_live = server.request_count
         batched = run_sweep(tmp_path / "batched", conf, EXPERIMENT, *GRID, "batch=true")
         assert batched.returncode == 0, batched.stderr[-3000:]
-        assert server.request_count == asked_live  # nothing asked live in batch mode
+        assert server.request_count == 0  # nothing asked live in batch mode
         assert len(server.batches) >= 2 and server.lines_answered == asked_live
-    live_scores, batch_scores = _scores(tmp_path / "live"), _scores(tmp_path / "batched")
+    live_scores, batch_scores = _scores(live_outputs), _scores(tmp_path / "batched")
     assert set(live_scores) == {"iris", "titanic"}
     assert batch_scores == live_scores
     assert all(verdict == "evidence" for verdict, _ in batch_scores.values())
@@ -98,10 +109,10 @@ def test_a_grid_killed_while_its_batches_are_pending_resumes_them(tmp_path, data
     assert not list((outputs / "batches").glob("*.json"))
 
 
-def test_anthropic_message_batches_give_the_scores_of_live_queries(tmp_path, datasets):
+def test_anthropic_message_batches_give_the_scores_of_live_queries(tmp_path, datasets, live):
+    live_outputs, asked_live = live
     conf = tmp_path / "conf"
     with BatchServer(datasets) as server:
-        write_model_config(conf, "m", server.base_url, timeout=30)
         write_model_config(
             conf,
             "claude",
@@ -110,13 +121,10 @@ def test_anthropic_message_batches_give_the_scores_of_live_queries(tmp_path, dat
             batch_poll_seconds=0.1,
             timeout=30,
         )
-        live = run_sweep(tmp_path / "live", conf, EXPERIMENT, *GRID)
-        assert live.returncode == 0, live.stderr[-3000:]
-        asked_live = server.request_count
         claude_grid = ("-m", "model=claude", *GRID[2:])
         batched = run_sweep(tmp_path / "batched", conf, EXPERIMENT, *claude_grid, "batch=true")
         assert batched.returncode == 0, batched.stderr[-3000:]
-        assert server.request_count == asked_live
+        assert server.request_count == 0  # nothing asked live in batch mode
         assert {b["type"] for b in server.batches.values()} == {"message_batch"}
         assert server.lines_answered == asked_live
-    assert _scores(tmp_path / "batched") == _scores(tmp_path / "live")
+    assert _scores(tmp_path / "batched") == _scores(live_outputs)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from harness import ONE_PROCESS, seed_store
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = "oracle-memorizer,oracle-learner,oracle-null"
@@ -30,6 +31,7 @@ def _run(args: list[str], outputs: Path) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def table(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, list[dict], str]:
     outputs = tmp_path_factory.mktemp("outputs")
+    seed_store(outputs / "mlflow.db")
     common = [f"outputs_dir={outputs}", "progress=false", "show_queries=false"]
     _run(
         [
@@ -40,6 +42,7 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, list[dict], s
             "transform=original,twin",
             "test=header",
             "experiment=calibrate",
+            ONE_PROCESS,
             *common,
         ],
         outputs,

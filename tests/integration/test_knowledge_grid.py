@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from harness import ONE_PROCESS, seed_store
 from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,12 +58,14 @@ EXPECTED = {
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
     outputs = tmp_path_factory.mktemp("outputs")
+    seed_store(outputs / "mlflow.db")
     result = subprocess.run(
         [
             sys.executable,
             "run.py",
             *GRID,
             f"outputs_dir={outputs}",
+            ONE_PROCESS,
             "progress=false",
             "show_queries=false",
             "experiment=knowledge-test",

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from harness import run_tabmem
+from harness import ONE_PROCESS, run_tabmem
 from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,6 +39,7 @@ def grid(tmp_path_factory):
         "transform=original,perturbed",
         "test=fewshot_predict",
         "test.n_test_rows=60",
+        ONE_PROCESS,
     )
     assert predict.returncode == 0, predict.stderr[-3000:]
     others = run_cells(
@@ -50,7 +51,7 @@ def grid(tmp_path_factory):
         "++test.n_problems=6",
         "++test.dimensions=[1,4]",
         "++test.shots=[5,10]",
-        "hydra.launcher.n_jobs=1",
+        ONE_PROCESS,
     )
     assert others.returncode == 0, others.stderr[-3000:]
     return outputs, predict

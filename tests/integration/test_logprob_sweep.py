@@ -8,12 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness import ONE_PROCESS, seed_store
 from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_logprob_tests_are_not_applicable_on_a_model_without_logprobs(tmp_path):
+    seed_store(tmp_path / "mlflow.db")
     result = subprocess.run(
         [
             sys.executable,
@@ -26,6 +28,7 @@ def test_logprob_tests_are_not_applicable_on_a_model_without_logprobs(tmp_path):
             "progress=false",
             "show_queries=false",
             "experiment=logprob-test",
+            ONE_PROCESS,
         ],
         cwd=ROOT,
         env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness import settings_of
+from harness import ONE_PROCESS, seed_store, settings_of
 from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,6 +22,7 @@ TESTS = ("header", "row_completion", "feature_completion", "first_token")
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     outputs = tmp_path_factory.mktemp("outputs")
+    seed_store(outputs / "mlflow.db")
     done = subprocess.run(
         [
             sys.executable,
@@ -34,6 +35,7 @@ def runs(tmp_path_factory):
             "progress=false",
             "show_queries=false",
             f"experiment={EXPERIMENT}",
+            ONE_PROCESS,
         ],
         cwd=ROOT,
         env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},

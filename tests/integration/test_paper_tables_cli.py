@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from harness import seed_store
 from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,6 +27,7 @@ def run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
     outputs = tmp_path_factory.mktemp("outputs")
+    seed_store(outputs / "mlflow.db")
     sweep = run(
         "run.py",
         "-m",

@@ -6,12 +6,14 @@ from __future__ import annotations
 import csv
 
 import pytest
+from harness import ONE_PROCESS, seed_store
 from test_calibration_grid import _run
 
 
 @pytest.fixture(scope="module")
 def power(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], list[dict]]:
     outputs = tmp_path_factory.mktemp("outputs")
+    seed_store(outputs / "mlflow.db")
     _run(
         [
             "run.py",
@@ -25,6 +27,7 @@ def power(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], list[di
             "progress=false",
             "show_queries=false",
             "tracking.traces=false",
+            ONE_PROCESS,
         ],
         outputs,
     )

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from harness import ONE_PROCESS, seed_store
 from mlflow.tracking import MlflowClient
 
 from tabmem.report.probes_table import probes_tables
@@ -27,6 +28,7 @@ N = 20
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     outputs = tmp_path_factory.mktemp("outputs")
+    seed_store(outputs / "mlflow.db")
     done = subprocess.run(
         [
             sys.executable,
@@ -39,6 +41,7 @@ def runs(tmp_path_factory):
             f"test.completion_choice.n_queries={N}",
             f"test.existence.n_queries={N}",
             f"outputs_dir={outputs}",
+            ONE_PROCESS,
             "progress=false",
             "show_queries=false",
             f"experiment={EXPERIMENT}",

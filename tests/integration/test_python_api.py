@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+from harness import seed_store
 from mlflow.tracking import MlflowClient
 
 import tabmem
@@ -28,6 +29,7 @@ def only_run(outputs: Path):
 
 def test_api_and_cli_log_the_same_cell(tmp_path: Path) -> None:
     cli_out, api_out = tmp_path / "cli", tmp_path / "api"
+    seed_store(cli_out / "mlflow.db")
     subprocess.run(
         [
             sys.executable,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from flaky_grid import mlflow_runs, run_sweep, write_model_config
+from harness import ONE_PROCESS
 from mlflow.tracking import MlflowClient
 
 from tabmem.data import dataset_specs, load_dataset
@@ -53,6 +54,7 @@ def sweep(tmp_path_factory):
             f"model={','.join(MODELS)}",
             "dataset=iris,titanic",
             "test=memorization",
+            ONE_PROCESS,
         )
     assert result.returncode == 0, result.stderr[-3000:]
     runs, client = mlflow_runs(outputs, EXPERIMENT)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from harness import run_python, run_tabmem
+from harness import ONE_PROCESS, run_python, run_tabmem
 from mlflow.tracking import MlflowClient
 
 from tabmem.data import dataset_specs, load_dataset
@@ -34,6 +34,7 @@ def store(tmp_path_factory):
         f"test={','.join(TESTS)}",
         "++test.n_queries=15",
         "experiment=live",
+        ONE_PROCESS,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return outputs

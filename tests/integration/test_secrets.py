@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from flaky_grid import ROOT, mlflow_runs, run_sweep
 from flaky_server import Fault, FlakyServer, ScriptedFaults
+from harness import ONE_PROCESS
 
 from tabmem.data import dataset_specs, load_dataset
 
@@ -40,6 +41,7 @@ def swept(tmp_path_factory):
             "test=header",
             f"+model.api_base={good.base_url},{refusing.base_url}",
             "+model.retry={base_delay:0.01}",
+            ONE_PROCESS,
             OPENAI_API_KEY=KEY,
         )
         yield result, outputs, good, refusing
