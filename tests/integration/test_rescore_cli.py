@@ -44,6 +44,7 @@ def test_rescoring_a_live_query_table_gives_the_live_result(store, tmp_path):
     uri = f"sqlite:///{store / 'mlflow.db'}"
     client = MlflowClient(uri)
     live = load_runs(uri, ["live"])
+    live = live[live["test"] != "dataset"]  # the tests' cells, not their dataset verdicts
     assert len(live) == 2 * len(TESTS)
     for run in live.itertuples():
         folder = tmp_path / run.run_id
