@@ -123,8 +123,8 @@ calibrate: install
 
 # The reference part of calibration in-process (docs: scripts/calibrate_reference.py): every
 # test of rows seen on the reference negatives and partial memorizers, at the default and the
-# papers' query counts, on two worker processes; fpr.md, power.md and power.png in
-# outputs/calibration/. REFERENCE_ARGS="--smoke" runs it in seconds.
+# papers' query counts, on two worker processes; reference_fpr.md, reference_power.md and
+# reference_power.png in outputs/calibration/. REFERENCE_ARGS="--smoke" runs it in seconds.
 REFERENCE_ARGS ?=
 calibrate-reference: install
 	$(PY) scripts/calibrate_reference.py $(REFERENCE_ARGS)

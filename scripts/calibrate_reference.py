@@ -5,8 +5,9 @@
     python scripts/calibrate_reference.py --negative-seeds 10 --power-seeds 5 --rests learner
     python scripts/calibrate_reference.py --from-cells outputs/calibration/reference_cells.csv
 
-Writes reference_cells.csv, reference_dataset_verdicts.csv, fpr.md, power.md and power.png
-into --out (outputs/calibration/) and prints the false-positive table and the time.
+Writes reference_cells.csv, reference_dataset_verdicts.csv, reference_fpr.md,
+reference_power.md and reference_power.png into --out (outputs/calibration/) and prints the
+false-positive table and the time.
 """
 
 from __future__ import annotations

@@ -43,13 +43,18 @@ def test_smoke_size_runs_every_cell_and_prints_its_tables(smoke) -> None:
     for test in (*size.tests, DATASET_VERDICT):
         assert test in printed
     assert f"{len(outcome.cells)} cells and {len(outcome.verdicts)} dataset verdicts in" in printed
-    for name in ("reference_cells.csv", "fpr.md", "power.md", "power.png"):
+    for name in (
+        "reference_cells.csv",
+        "reference_fpr.md",
+        "reference_power.md",
+        "reference_power.png",
+    ):
         assert (out / name).stat().st_size > 0
     with (out / "reference_cells.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == len(outcome.cells)
     assert {r["transform"] for r in rows if r["model"] == "oracle-memorizer"} == {"twin"}
-    assert DATASET_VERDICT in (out / "power.md").read_text()
+    assert DATASET_VERDICT in (out / "reference_power.md").read_text()
 
 
 def test_fpr_table_counts_the_negatives_of_each_setting(smoke) -> None:
@@ -72,7 +77,7 @@ def test_recorded_cells_give_the_same_tables_again(smoke, tmp_path) -> None:
     assert again.fpr == outcome.fpr
     assert again.power == outcome.power
     assert "tabulated from recorded cells" in console.export_text()
-    assert (tmp_path / "power.png").stat().st_size > 0
+    assert (tmp_path / "reference_power.png").stat().st_size > 0
 
 
 @pytest.mark.parametrize("n", [1, 10, 500, 1000])

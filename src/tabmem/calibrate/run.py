@@ -1,6 +1,6 @@
 """The in-process calibration run: plan the jobs of a size, run them on a process pool with a
-progress bar, write the cells, the dataset verdicts, ``fpr.md``, ``power.md`` and
-``power.png``, and print the FPR table and the time.
+progress bar, write the cells, the dataset verdicts, ``reference_fpr.md``,
+``reference_power.md`` and ``reference_power.png``, and print the FPR table and the time.
 
 Configs are composed once in the parent (Hydra's compose API, as ``python run.py`` would
 compose them) and handed to the workers, which load each dataset and twin and build each
@@ -363,23 +363,23 @@ def inapplicable_reasons() -> dict[str, str]:
 
 
 def write_outputs(outcome: Outcome, out: Path) -> list[Path]:
-    """``reference_cells.csv``, ``reference_dataset_verdicts.csv``, ``fpr.md``, ``power.md``
-    and ``power.png`` in ``out``."""
+    """``reference_cells.csv``, ``reference_dataset_verdicts.csv``, ``reference_fpr.md``,
+    ``reference_power.md`` and ``reference_power.png`` in ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     cells_path = out / "reference_cells.csv"
     _write_csv(cells_path, CELL_FIELDS, outcome.cells)
     verdicts_path = out / "reference_dataset_verdicts.csv"
     _write_csv(verdicts_path, VERDICT_FIELDS, outcome.verdicts)
-    fpr_path = out / "fpr.md"
+    fpr_path = out / "reference_fpr.md"
     fpr_path.write_text(fpr_markdown(outcome))
-    power_path = out / "power.md"
+    power_path = out / "reference_power.md"
     power_path.write_text(
         "# Power of the tests of rows seen on partial memorizers (in-process calibration)\n\n"
         f"{describe(outcome)}\n\nTPR = `evidence` among applicable cells, with its "
         "Clopper-Pearson 95 % interval; `rest` is what answers the rows the partial "
         "memorizer does not know.\n\n" + power_markdown(outcome.power) + "\n"
     )
-    figure_path = out / "power.png"
+    figure_path = out / "reference_power.png"
     power_figure(outcome.power, figure_path)
     return [cells_path, verdicts_path, fpr_path, power_path, figure_path]
 
@@ -426,7 +426,7 @@ def _cut_short(outcome: Outcome) -> str:
 
 
 def fpr_markdown(outcome: Outcome) -> str:
-    """``fpr.md``: the negatives' table, per setting and test, and the dataset verdict."""
+    """``reference_fpr.md``: the negatives' table, per setting and test, and the dataset verdict."""
     body = fpr_table(outcome.fpr, inapplicable_reasons())
     return (
         "# False positives of the tests of rows seen on reference negatives (in-process)\n\n"

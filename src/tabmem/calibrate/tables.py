@@ -1,5 +1,6 @@
 """The calibration cells as rates: dataset verdicts per cell group, the false-positive table
-(``fpr.md``) with its exact upper bounds, the power table (``power.md``) and its figure.
+(``reference_fpr.md``) with its exact upper bounds, the power table (``reference_power.md``)
+and its figure.
 
 A *negative* cell is a model that knows no row of the file it is asked about (the oracles
 that know no row on the real files, the memorizer on twins); a *power* cell is a partial
