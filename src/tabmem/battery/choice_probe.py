@@ -82,6 +82,25 @@ class Shuffled:
         """Per-option figures given in the original order, in the shuffled one."""
         return tuple(values[i] for i in self.order)
 
+    def question(
+        self,
+        text: str,
+        rule: Sequence[float],
+        copula: Sequence[float],
+        extra: dict[str, Any],
+    ) -> ChoiceQuestion:
+        """The question these options make, with the data-only rule's and the copula's
+        scores (given in the original order) in the shuffled one."""
+        return ChoiceQuestion(
+            text,
+            self.options,
+            self.correct,
+            self.scores,
+            self.reorder(rule),
+            extra,
+            self.reorder(copula),
+        )
+
 
 def shuffle_options(
     options: Sequence[Option], scores: Sequence[float], rng: random.Random

@@ -69,15 +69,7 @@ def _question(
         "hidden": [table.names[j] for j in hidden],
         "true_value": values[0],
     }
-    return ChoiceQuestion(
-        text,
-        shuffled.options,
-        shuffled.correct,
-        shuffled.scores,
-        shuffled.reorder(rule),
-        extra,
-        shuffled.reorder(copula),
-    )
+    return shuffled.question(text, rule, copula, extra)
 
 
 def completion_questions(

@@ -57,15 +57,7 @@ def _question(
     shuffled = shuffle_options(options, scores, rng)
     text = p.question.format(source=source, options=option_block(shuffled.options))
     extra = {"row": row + 1, "changed": [table.names[j] for j in changed]}
-    return ChoiceQuestion(
-        text,
-        shuffled.options,
-        shuffled.correct,
-        shuffled.scores,
-        shuffled.reorder(rule),
-        extra,
-        shuffled.reorder(copula),
-    )
+    return shuffled.question(text, rule, copula, extra)
 
 
 def existence_questions(
