@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -19,6 +18,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+from bench_demo import copy_tree  # noqa: E402  (the files a fresh clone has)
+
 ENV = {
     **os.environ,
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",
@@ -30,25 +32,9 @@ CELL = ("model=oracle-memorizer", "dataset=iris", "test=header")
 QUIET = ("progress=false", "show_queries=false")
 
 
-def _copy_checkout(target: Path) -> None:
-    """The files a clone has (tracked, or untracked and not ignored): no build/ of the repo's."""
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=ROOT,
-        capture_output=True,
-        check=True,
-    ).stdout.split(b"\0")
-    for raw in filter(None, listed):
-        source = ROOT / os.fsdecode(raw)
-        if source.is_file():
-            destination = target / os.fsdecode(raw)
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, destination)
-
-
 def _build_wheel(folder: Path, *pip_options: str) -> Path:
     checkout = folder / "checkout"
-    _copy_checkout(checkout)
+    copy_tree(checkout)  # the files a clone has: no build/ of the repository's
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", *pip_options, str(checkout)],
         cwd=folder,
