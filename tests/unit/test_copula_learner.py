@@ -1,4 +1,7 @@
-"""The copula learner knows a table's distribution through its copulas, never the asked rows."""
+"""The copula learner knows a table's distribution through its copulas, never the asked rows.
+
+The tests of what every learner owes (formats kept, no asked row written, the dependence
+followed) run on the forest learner too."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ import pytest
 from tabmem.data import Dataset, DatasetSpec, dataset_specs, load_dataset
 from tabmem.data.copula_conditional import CopulaConditionals
 from tabmem.data.csvtext import raw_fields
-from tabmem.llm.oracle import ORACLES, CopulaOracle
+from tabmem.llm.oracle import ORACLES, CopulaOracle, ForestOracle, Oracle
 
 GROUPS = {"alpha": "pine", "beta": "oak", "gamma": "elm"}
 
@@ -109,8 +112,11 @@ def test_csv_rows_are_written_in_the_files_format(ledger: Dataset) -> None:
         assert not asked & {tuple(r[1:]) for r in written}
 
 
-def test_a_field_cut_short_is_finished_from_its_typed_beginning(ledger: Dataset) -> None:
-    oracle = CopulaOracle([ledger])
+@pytest.mark.parametrize("learner", [CopulaOracle, ForestOracle])  # both learners
+def test_a_field_cut_short_is_finished_from_its_typed_beginning(
+    learner: type[Oracle], ledger: Dataset
+) -> None:
+    oracle = learner([ledger])
     row = fields(ledger, 19)
     typed = ",".join(row[:5]) + ",2"
     finished = oracle.generate(ledger.prefix_text(19) + typed, 60, [], 0).split("\n")[0]
@@ -118,8 +124,11 @@ def test_a_field_cut_short_is_finished_from_its_typed_beginning(ledger: Dataset)
     assert size.startswith("2") and size.endswith(".0") and size in columns(ledger)[5]
 
 
-def test_a_value_only_the_asked_row_holds_is_never_the_answer(ledger: Dataset) -> None:
-    oracle = CopulaOracle([ledger])
+@pytest.mark.parametrize("learner", [CopulaOracle, ForestOracle])  # both learners
+def test_a_value_only_the_asked_row_holds_is_never_the_answer(
+    learner: type[Oracle], ledger: Dataset
+) -> None:
+    oracle = learner([ledger])
     for asked, column in (("code", 1), ("label", 2)):
         truth = [fields(ledger, r)[column] for r in range(40)]
         greedy = [
@@ -152,8 +161,9 @@ def test_temperature_zero_is_deterministic_and_a_draw_varies_with_the_seed(
     assert again == sampled
 
 
-def test_feature_answers_follow_the_dependence(ledger: Dataset) -> None:
-    oracle = CopulaOracle([ledger])
+@pytest.mark.parametrize("learner", [CopulaOracle, ForestOracle])  # both learners
+def test_feature_answers_follow_the_dependence(learner: type[Oracle], ledger: Dataset) -> None:
+    oracle = learner([ledger])
     rows = range(len(ledger.rows))
     answers = [oracle.generate(question(ledger, r, "tree"), 8, [], 0, chat=True) for r in rows]
     truth = [fields(ledger, r)[4].strip() for r in rows]
@@ -161,10 +171,12 @@ def test_feature_answers_follow_the_dependence(ledger: Dataset) -> None:
     assert accuracy >= 0.85
 
 
+@pytest.mark.parametrize("learner", [CopulaOracle, ForestOracle])  # both learners
 def test_multiple_choice_prefers_a_consistent_iris_record_over_a_patched_one(
+    learner: type[Oracle],
     iris: Dataset,
 ) -> None:
-    oracle = CopulaOracle([iris])
+    oracle = learner([iris])
     names = iris.feature_names
     species = sorted({fields(iris, r)[4] for r in range(len(iris.rows))})
     hits = 0

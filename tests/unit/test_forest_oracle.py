@@ -89,32 +89,6 @@ def test_csv_rows_are_written_in_the_files_format_without_the_asked_rows(
         assert not asked & {tuple(r[1:]) for r in [first, *written]}
 
 
-def test_a_field_cut_short_is_finished_from_its_typed_beginning(ledger: Dataset) -> None:
-    oracle = ForestOracle([ledger])
-    row = fields(ledger, 19)
-    typed = ",".join(row[:5]) + ",2"
-    finished = oracle.generate(ledger.prefix_text(19) + typed, 60, [], 0).split("\n")[0]
-    size = raw_fields(typed + finished, ",")[5]
-    assert size.startswith("2") and size.endswith(".0") and size in columns(ledger)[5]
-
-
-def test_a_value_only_the_asked_row_holds_is_never_the_answer(ledger: Dataset) -> None:
-    oracle = ForestOracle([ledger])
-    for asked, column in (("code", 1), ("label", 2)):
-        truth = [fields(ledger, r)[column] for r in range(40)]
-        greedy = [
-            oracle.generate(question(ledger, r, asked), 8, [], 0, chat=True) for r in range(40)
-        ]
-        drawn = [
-            oracle.generate(question(ledger, r, asked), 8, [], s, 1.0, chat=True)
-            for r in range(40)
-            for s in range(3)
-        ]
-        assert all(g != t for g, t in zip(greedy, truth, strict=True))
-        assert all(d != truth[i // 3] for i, d in enumerate(drawn))
-        assert set(greedy) | set(drawn) <= columns(ledger)[column]
-
-
 def test_the_fold_that_answers_never_saw_the_asked_row(ledger: Dataset) -> None:
     oracle = ForestOracle([ledger])
     model = forest_of(oracle, ledger)
@@ -161,15 +135,6 @@ def test_temperature_zero_is_deterministic_and_a_draw_varies_with_the_seed(
     assert again == sampled
 
 
-def test_feature_answers_follow_the_dependence(ledger: Dataset) -> None:
-    oracle = ForestOracle([ledger])
-    rows = range(len(ledger.rows))
-    answers = [oracle.generate(question(ledger, r, "tree"), 8, [], 0, chat=True) for r in rows]
-    truth = [fields(ledger, r)[4].strip() for r in rows]
-    accuracy = sum(a == t for a, t in zip(answers, truth, strict=True)) / len(truth)
-    assert accuracy >= 0.85
-
-
 def test_iris_feature_completion_is_a_data_only_models_and_not_the_learners(
     iris: Dataset,
 ) -> None:
@@ -197,25 +162,6 @@ def test_iris_feature_completion_is_a_data_only_models_and_not_the_learners(
         given = {j: v for j, v in enumerate(fields(iris, r)) if j != 2}
         picked = model.pick(2, given)
         assert picked is not None and model.fold_of[picked] != model.fold_of[r]
-
-
-def test_multiple_choice_prefers_a_consistent_iris_record_over_a_patched_one(
-    iris: Dataset,
-) -> None:
-    oracle = ForestOracle([iris])
-    names = iris.feature_names
-    species = sorted({fields(iris, r)[4] for r in range(len(iris.rows))})
-    hits = 0
-    for r in range(0, 150, 5):
-        row = fields(iris, r)
-        patched = [*row[:4], next(s for s in species if s != row[4])]
-        records = [row, patched] if r % 2 else [patched, row]
-        text = "Which record is real?\n" + "\n".join(
-            f"{letter}) " + ", ".join(f"{n} = {v}" for n, v in zip(names, rec, strict=True))
-            for letter, rec in zip("AB", records, strict=True)
-        )
-        hits += oracle.generate(text, 4, [], 0, chat=True) == ("A" if r % 2 else "B")
-    assert hits >= 27  # of 30: species follows petal length
 
 
 def test_a_value_the_others_predict_is_not_read_off_the_asked_row(tmp_path: Path) -> None:
