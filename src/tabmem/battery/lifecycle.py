@@ -131,7 +131,11 @@ class Lifecycle(ABC, Generic[Q, F]):
         planned = self.plan(ctx)
         if isinstance(planned, TestResult):
             return planned
-        queries, facts = planned
+        return self.run_planned(ctx, *planned)
+
+    def run_planned(self, ctx: TestContext, queries: list[Q], facts: F) -> TestResult:
+        """Word, ask the model, score and decide the queries a plan chose (a bound ``ctx``):
+        the in-process calibration plans once and runs this per model."""
         worded = self.word(ctx, queries, facts)
         if not worded.requests:
             return self.unfit(ctx, facts, worded)

@@ -24,10 +24,10 @@ from functools import cache
 from typing import Any
 
 from tabmem.battery.base import TestContext, claiming, inapplicable_reason, registry, run_test
-from tabmem.battery.lifecycle import Answer, Lifecycle
+from tabmem.battery.lifecycle import Lifecycle
 from tabmem.data import Dataset, load_dataset
 from tabmem.data.transforms import apply_transform
-from tabmem.llm.base import BaseBackend, GenerationParams, Message, Request
+from tabmem.llm.base import BaseBackend, GenerationParams, Message
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.oracle import ORACLES, Oracle, last_user_text, load_available_datasets
 from tabmem.llm.oracle.partial import RESTS, PartialOracle, Recall
@@ -202,28 +202,9 @@ def run_shared(
         for i in runnable:
             ctx = replace(first, model=models[i])
             results[i] = (
-                planned if isinstance(planned, TestResult) else _asked(lifecycle, ctx, *planned)
+                planned if isinstance(planned, TestResult) else lifecycle.run_planned(ctx, *planned)
             )
     return [r for r in results if r is not None]
-
-
-def _asked(
-    lifecycle: Lifecycle[Any, Any], ctx: TestContext, queries: list[Any], facts: Any
-) -> TestResult:
-    """``Lifecycle.run`` after its plan: word, ask, score and decide for one model."""
-    worded = lifecycle.word(ctx, queries, facts)
-    if not worded.requests:
-        return lifecycle.unfit(ctx, facts, worded)
-    responses = lifecycle.ask(ctx, worded.requests)
-    answers = [
-        Answer(
-            i, query, request.as_text() if isinstance(request, Request) else "", response, request
-        )
-        for i, (query, request, response) in enumerate(
-            zip(worded.queries, worded.requests, responses, strict=True)
-        )
-    ]
-    return lifecycle.judge(ctx, facts, answers, worded.context)
 
 
 def cell_row(job: Job, spec: ModelSpec, dataset: str, result: TestResult) -> dict[str, Any]:
