@@ -27,6 +27,7 @@ COMMANDS = {
     "tables": "the papers' tables and figures from an MLflow store",
     "calibration": "false- and true-positive rates per test from an MLflow store",
     "lab": "contamination lab: plant datasets in a small model, measure TPR/FPR",
+    "report": "one HTML page: models × datasets, who memorized what, from an MLflow store",
 }
 USAGE = f"usage: tabmem {{{','.join(COMMANDS)}}} [arguments …]"
 STORE_HELP = "MLflow store to read (default: $MLFLOW_TRACKING_URI, else ./outputs/mlflow.db)"
@@ -184,6 +185,45 @@ def lab(arguments: Sequence[str], prog: str = "tabmem lab") -> int:
     return 0
 
 
+def report(arguments: Sequence[str], prog: str = "tabmem report") -> int:
+    """Write one self-contained HTML page of who memorized what (make report).
+
+    Models × datasets, each cell the dataset verdict (else each test's verdict) in colour,
+    each mark a link to its run in the MLflow UI; filters by experiment, transform and test
+    (docs/ui.md).
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=(report.__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--tracking-uri", help=STORE_HELP)
+    parser.add_argument(
+        "--experiment",
+        action="append",
+        dest="experiments",
+        help="MLflow experiment to show; repeat for several (default: all)",
+    )
+    parser.add_argument(
+        "--ui-url",
+        default="http://127.0.0.1:5000",
+        help="MLflow UI the marks link to (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--out", default="outputs/report.html", type=Path, help="(default: %(default)s)"
+    )
+    args = parser.parse_args(arguments)
+    from tabmem.errors import TabmemError
+    from tabmem.report.page import write_page
+
+    try:
+        matrix = write_page(_store(args.tracking_uri), args.out, args.experiments, args.ui_url)
+    except TabmemError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    shown = (
+        f"{len(matrix.models)} models × {len(matrix.datasets)} datasets, {len(matrix.marks)} marks"
+    )
+    print(f"{shown}: {args.out}")
+    return 0
+
+
 def _run(arguments: Sequence[str], prog: str = "tabmem run") -> int:
     from tabmem.main import run
 
@@ -202,6 +242,7 @@ SUBCOMMANDS: dict[str, Callable[[Sequence[str], str], int]] = {
     "tables": tables,
     "calibration": calibration,
     "lab": lab,
+    "report": report,
 }
 
 

@@ -1,0 +1,148 @@
+"""The page of who memorized what, built from a real MLflow store: which marks each model ×
+dataset shows, where they link, what their hover text says, and a page that needs nothing else."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tabmem.cell import Cell
+from tabmem.jobs import CellOutcome
+from tabmem.report.dataset_verdicts import dataset_outcomes
+from tabmem.report.page import load_matrix, write_page
+from tabmem.stats.combine import DatasetRule
+from tabmem.tracking.store import TrackingStore
+
+UI = "http://ui.example:5000"
+
+
+def _log(store, model, dataset, test, verdict, transform="original", **metrics) -> CellOutcome:
+    """One finished test run in ``store``; its outcome, as the runner reports it."""
+    cell = Cell(model, dataset, test, transform)
+    reason = f"{test} said {verdict} (p < 0.01)"
+    tags = {**cell.tags(), "verdict": verdict, "reason": reason}
+    run_id = store.log_cell(f"{verdict} · {model}", tags, {}, metrics, {}, {}, failed=False)
+    group = f"{model}|{dataset}|{transform}|0"
+    p = metrics.get("p_value")
+    return CellOutcome(
+        model, dataset, test, transform, "finished", verdict, "", run_id, "", p, 0, group
+    )
+
+
+@pytest.fixture
+def store_uri(tmp_path):
+    """Experiment a: a memorizer on iris (two tests of rows seen, so a dataset verdict) and a
+    null model on wine and on a user's file (one test each, no dataset verdict); experiment b:
+    the memorizer's header on iris again, perturbed."""
+    a = TrackingStore.at(tmp_path, "a")
+    memorized = [
+        _log(a, "memorizer", "iris", "header", "evidence", n_hits=4, n_queries=4),
+        _log(
+            a,
+            "memorizer",
+            "iris",
+            "row_completion",
+            "evidence",
+            n_hits=25,
+            n_queries=25,
+            baseline=0.02,
+            p_value=3e-43,
+        ),
+    ]
+    (verdict,) = dataset_outcomes(memorized, DatasetRule(), a)
+    assert verdict.verdict.verdict.value == "evidence"
+    _log(
+        a,
+        "null",
+        "wine",
+        "row_completion",
+        "no_evidence",
+        n_hits=0,
+        n_queries=25,
+        baseline=0.006,
+        p_value=1.0,
+    )
+    _log(a, "null", "my-file", "header", "not_applicable", n_hits=0, n_queries=0)
+    b = TrackingStore.at(tmp_path, "b")
+    _log(b, "memorizer", "iris", "header", "ambiguous", "perturbed", n_hits=1, n_queries=4)
+    return a.uri, {"a": a.experiment_id, "b": b.experiment_id}, verdict.run_id
+
+
+def test_each_model_and_dataset_shows_its_dataset_verdict_else_its_tests(store_uri):
+    uri, ids, verdict_run = store_uri
+    matrix = load_matrix(uri, ui_url=UI)
+    assert matrix.models == ["memorizer", "null"]
+    assert matrix.datasets == ["iris", "wine", "my-file"]  # the paper's order, then the rest
+    main = {(m.model, m.dataset, m.experiment, m.test): m for m in matrix.marks if m.main}
+    assert set(main) == {
+        ("memorizer", "iris", "a", "dataset"),
+        ("memorizer", "iris", "b", "header"),  # experiment b has no dataset verdict
+        ("null", "wine", "a", "row_completion"),
+        ("null", "my-file", "a", "header"),
+    }
+    hidden = sorted(m.test for m in matrix.marks if not m.main)
+    assert hidden == ["header", "row_completion"]  # behind memorizer × iris's dataset verdict
+    assert matrix.cell("null", "iris") == []
+    assert [m.test for m in matrix.cell("memorizer", "iris")] == [
+        "dataset",
+        "header",
+        "row_completion",
+        "header",
+    ]
+
+    verdict = main["memorizer", "iris", "a", "dataset"]
+    assert verdict.verdict == "evidence"
+    assert verdict.run_id == verdict_run
+    assert verdict.url == f"{UI}/#/experiments/{ids['a']}/runs/{verdict_run}"
+    assert "carried by row_completion" in verdict.title
+    assert "row_completion: evidence, hits 25/25, baseline 0.02, p = 3e-43" in verdict.title
+    assert "header: evidence, hits 4/4, baseline -, p = -" in verdict.title
+    assert verdict.label == "✓ evidence"
+
+    null = main["null", "wine", "a", "row_completion"]
+    assert (null.verdict, null.label) == ("no_evidence", "✗ row_completion")
+    assert "hits 0/25, baseline 0.006, p = 1" in null.title
+    perturbed = main["memorizer", "iris", "b", "header"]
+    assert (perturbed.transform, perturbed.label) == ("perturbed", "? header · perturbed")
+    assert perturbed.url.startswith(f"{UI}/#/experiments/{ids['b']}/runs/")
+    assert main["null", "my-file", "a", "header"].verdict == "not_applicable"
+
+
+def test_one_experiment_alone(store_uri):
+    uri, _, _ = store_uri
+    matrix = load_matrix(uri, ["b"])
+    assert (matrix.models, matrix.datasets) == (["memorizer"], ["iris"])
+    (mark,) = matrix.marks
+    assert mark.main and mark.url.startswith("http://127.0.0.1:5000/#/experiments/")
+
+
+def test_the_page_is_one_file_with_every_mark_filter_and_escaped_text(store_uri, tmp_path):
+    uri, _, _ = store_uri
+    out = tmp_path / "site" / "report.html"
+    matrix = write_page(uri, out, ui_url=UI)
+    page = out.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and "Who memorized what" in page
+    assert not re.search(r"<(link|img|iframe)\b|\bsrc=|@import|url\(", page)  # nothing fetched
+    assert page.count('<a class="mark ') == len(matrix.marks) == 6
+    for mark in matrix.marks:
+        assert f'href="{mark.url}"' in page
+    assert 'class="mark evidence dataset"' in page
+    assert 'data-main="0"' in page and 'data-main="1"' in page
+    for select, values in {
+        "experiment": ["a", "b"],
+        "transform": ["original", "perturbed"],
+        "test": ["*", "dataset", "header", "row_completion"],
+    }.items():
+        options = re.search(rf'<select id="{select}">(.*?)</select>', page).group(1)
+        assert re.findall(r'value="([^"]*)"', options)[1:] == values  # after "all"
+    assert "(p &lt; 0.01)" in page and "(p < 0.01)" not in page
+    assert "2 models × 3 datasets; 1 dataset verdicts, 5 test runs" in page
+
+
+def test_an_empty_store_gives_an_empty_page(tmp_path):
+    store = TrackingStore.at(tmp_path, "empty")
+    out = tmp_path / "report.html"
+    matrix = write_page(store.uri, out)
+    assert (matrix.models, matrix.datasets, matrix.marks) == ([], [], [])
+    assert "No finished run with a verdict in this store." in out.read_text(encoding="utf-8")
