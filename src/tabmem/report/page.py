@@ -11,11 +11,12 @@ inline and fetches nothing, so it opens from disk, offline, or as an e-mailed fi
 from __future__ import annotations
 
 import html
+import sqlite3
 from collections.abc import Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -85,15 +86,11 @@ def load_matrix(
 ) -> Matrix:
     """Read the store's newest finished run of each cell (per experiment) and lay out its
     verdicts: a dataset verdict hides the tests it combined until a filter asks for them."""
-    from mlflow.tracking import MlflowClient
-
     frame = load_runs(tracking_uri, experiments, distinct=("experiment",))
     if frame.empty:
         return Matrix([], [], [])
     frame = frame[frame["verdict"].isin(VERDICTS)].reset_index(drop=True)
-    client = MlflowClient(tracking_uri=tracking_uri)
-    ids = {e.name: e.experiment_id for e in client.search_experiments()}
-    combined = _dataset_tags(client, [ids[name] for name in set(frame["experiment"])])
+    ids, combined = _ids_and_verdict_tags(tracking_uri)
     by_id = {str(row["run_id"]): row for _, row in frame.iterrows()}
     judged = {_group(row) for _, row in frame.iterrows() if row["test"] == DATASET_TEST}
     marks = []
@@ -124,23 +121,38 @@ def _group(row: pd.Series) -> tuple[str, ...]:
     return tuple(str(row[c]) for c in ("experiment", "model", "dataset", "transform"))
 
 
-def _dataset_tags(client: Any, experiment_ids: list[str]) -> dict[str, dict[str, str]]:
-    """The tags of every dataset-verdict run (which tests it combined, which carry it), by id:
-    the run frame keeps only the cell tags."""
-    found: dict[str, dict[str, str]] = {}
-    token = None
-    while experiment_ids:
-        page = client.search_runs(
-            experiment_ids,
-            filter_string=f"tags.{SCOPE_TAG} = '{DATASET_TEST}'",
-            max_results=5000,
-            page_token=token,
-        )
-        found.update({run.info.run_id: run.data.tags for run in page})
+def _ids_and_verdict_tags(
+    tracking_uri: str,
+) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """Each experiment's id by name (for the UI links), and the tags of every dataset-verdict
+    run by id (which tests it combined, which carry it), which the run frame leaves out. A
+    SQLite store is read with ``sqlite3``, read-only: the end of a grid imports no MLflow."""
+    query = f"tags.{SCOPE_TAG} = '{DATASET_TEST}'"
+    if tracking_uri.startswith("sqlite:///"):
+        path = tracking_uri.removeprefix("sqlite:///")
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+            ids = dict(db.execute("SELECT name, experiment_id FROM experiments").fetchall())
+            rows = db.execute(
+                "SELECT run_uuid, key, value FROM tags WHERE run_uuid IN "
+                "(SELECT run_uuid FROM tags WHERE key = ? AND value = ?)",
+                (SCOPE_TAG, DATASET_TEST),
+            ).fetchall()
+        tags: dict[str, dict[str, str]] = {}
+        for run_id, key, value in rows:
+            tags.setdefault(run_id, {})[key] = value
+        return {name: str(i) for name, i in ids.items()}, tags
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=tracking_uri)
+    ids = {e.name: e.experiment_id for e in client.search_experiments()}
+    tags, token = {}, None
+    while ids:
+        page = client.search_runs(list(ids.values()), query, max_results=5000, page_token=token)
+        tags.update({run.info.run_id: dict(run.data.tags) for run in page})
         token = page.token
         if not token:
             break
-    return found
+    return ids, tags
 
 
 def _p(value: float | None) -> str:
@@ -175,7 +187,7 @@ def _verdict_title(run: pd.Series, tags: dict[str, str], by_id: dict[str, pd.Ser
     lines = [
         f"{run['model']} × {run['dataset']}: dataset verdict {run['verdict']}",
         f"combined p = {_p(number(run, 'p_value'))}, "
-        f"carried by {tags.get('carried_by') or 'no single test'}",
+        f"carried by {tags.get('carried_by', '').replace(',', ', ') or 'no single test'}",
     ]
     for test in filter(None, tags.get("combined_tests", "").split(",")):
         member = by_id.get(tags.get(f"test.{test}.run_id", ""))

@@ -200,9 +200,10 @@ def print_summary(
 
 
 class SummaryCallback(Callback):
-    """Hydra callback: after a single run or a whole sweep, log the dataset verdicts and print
-    the summary; a sweep with a failed cell then exits with status 1, as a single run does
-    (``run.py``), so a script or scheduler sees the failure."""
+    """Hydra callback: after a single run or a whole sweep, log the dataset verdicts, print
+    the summary and write the experiment's page of who memorized what (``report.html``) into
+    the run's or sweep's folder; a sweep with a failed cell then exits with status 1, as a
+    single run does (``run.py``), so a script or scheduler sees the failure."""
 
     def on_run_end(self, config: Any, **kwargs: Any) -> None:
         self._print(Path(config.hydra.run.dir), config)
@@ -231,4 +232,10 @@ class SummaryCallback(Callback):
             )
             verdicts = logged(combined, rule, store)
         uri = store.uri if store else tracking_uri(config.tracking.uri, outputs)
-        return print_summary(folder, uri, str(config.experiment), verdicts=verdicts)
+        failed = print_summary(folder, uri, str(config.experiment), verdicts=verdicts)
+        if any(o.run_id for o in outcomes):  # the experiment's page of who memorized what
+            from tabmem.report.page import PAGE_NAME, write_page
+
+            write_page(uri, folder / PAGE_NAME, [str(config.experiment)])
+            print(f"Who memorized what (experiment '{config.experiment}'): {folder / PAGE_NAME}")
+        return failed
