@@ -25,6 +25,7 @@ help:
 	@echo "make data-check verify data/ against data/provenance.json"
 	@echo "make bench      reliability and speed benchmarks (docs/reliability.md)"
 	@echo "make paper-tables  the papers' tables and figures from outputs/mlflow.db into outputs/paper"
+	@echo "make report     one HTML page of who memorized what (models × datasets) in outputs/report.html"
 	@echo "make rescore-published RESULTS=DIR  the papers' published answers rescored, beside their marks"
 	@echo "make lab        contamination lab: plant datasets in a small model, measure TPR/FPR"
 	@echo "make calibrate  every test's false- and true-positive rates on hard negatives and positives"
@@ -98,6 +99,12 @@ browser:
 LAB ?= minimal
 lab: install
 	$(TABMEM) lab $(LAB)
+
+# The page of who memorized what (docs/ui.md); REPORT_ARGS="--experiment demo --out page.html".
+REPORT_ARGS ?=
+.PHONY: report
+report: install-demo
+	$(TABMEM) report $(REPORT_ARGS)
 
 # Options: PAPER_ARGS="--experiment paper --models gpt-4o,oracle-memorizer --out paper/"
 PAPER_ARGS ?=
