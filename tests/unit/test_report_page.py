@@ -142,6 +142,7 @@ def test_the_page_is_one_file_with_every_mark_filter_and_escaped_text(store_uri,
 
 def test_an_empty_store_gives_an_empty_page(tmp_path):
     store = TrackingStore.at(tmp_path, "empty")
+    assert store.experiment_id  # the store and its experiment exist, with no run
     out = tmp_path / "report.html"
     matrix = write_page(store.uri, out)
     assert (matrix.models, matrix.datasets, matrix.marks) == ([], [], [])
