@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -43,7 +44,12 @@ def main(cfg: DictConfig) -> None:
 
 
 def run(arguments: Sequence[str], prog: str = "tabmem run") -> int:
-    """Hydra's command line with ``arguments`` in this process; its exit status."""
+    """Hydra's command line with ``arguments`` in this process; its exit status (1, and one
+    sentence, for a cell setting that does not exist or a value of the wrong kind)."""
+    problem = override_problem(arguments)
+    if problem is not None:
+        print(f"{prog}: {problem}", file=sys.stderr)
+        return 1
     saved = sys.argv
     sys.argv = [prog, *arguments]
     try:
@@ -54,3 +60,112 @@ def run(arguments: Sequence[str], prog: str = "tabmem run") -> int:
     finally:
         sys.argv = saved
     return 0
+
+
+CELL_GROUPS = ("model", "dataset", "test", "transform")
+# Options that change where Hydra finds configs: with them, the check leaves it all to Hydra.
+SEARCH_OPTIONS = ("--config-dir", "-cd", "--config-path", "-cp", "--config-name", "-cn")
+KINDS = ((bool, "true or false"), (int, "a whole number"), (float, "a number"))
+
+
+def override_problem(arguments: Sequence[str]) -> str | None:
+    """One sentence for an override of a cell's setting (``test.n_rows=…``) that names no
+    setting of the chosen config, or gives a value of another kind than the config's (a word
+    for a number); None when there is none, and whenever in doubt (Hydra then decides).
+
+    Hydra itself answers the first with advice to add the key with ``+``, which nothing would
+    read (issue 40), and takes the second as given. Only arguments that set a cell group's
+    key are checked, with one composition of the config without them.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import OverrideType
+
+    given = [a for a in arguments if not a.startswith("-")]
+    if any(a.split("=")[0] in SEARCH_OPTIONS for a in arguments) or any(
+        a.startswith("hydra.searchpath") for a in given
+    ):
+        return None
+    try:
+        parsed = OverridesParser.create().parse_overrides(given)
+    except Exception:  # Hydra says what is wrong with the syntax
+        return None
+    settings = [
+        o
+        for o in parsed
+        if o.type == OverrideType.CHANGE
+        and o.package is None
+        and "." in o.key_or_group
+        and o.key_or_group.split(".")[0] in CELL_GROUPS
+    ]
+    if not settings:
+        return None
+    cfg = _composed([o.input_line for o in parsed if o not in settings])
+    if cfg is None:
+        return None
+    swept = {o.key_or_group for o in parsed if o.is_sweep_override()}
+    swept |= set((cfg.hydra.sweeper.get("params") or {}).keys())
+    for override in settings:
+        group = override.key_or_group.split(".")[0]
+        if group not in swept:
+            problem = _setting_problem(cfg, override, group)
+            if problem:
+                return problem
+    return None
+
+
+def _composed(overrides: list[str]) -> DictConfig | None:
+    """The config as a sweep composes it (the sweeps left out), or None where it fails."""
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.types import RunMode
+
+    try:
+        with initialize_config_dir(str(conf_dir()), version_base="1.3", job_name="tabmem"):
+            return GlobalHydra.instance().hydra.compose_config(  # type: ignore[union-attr]
+                "config",
+                overrides,
+                run_mode=RunMode.MULTIRUN,
+                validate_sweep_overrides=False,
+                with_log_configuration=False,
+            )
+    except Exception:  # Hydra reports it, in its own words
+        return None
+
+
+def _setting_problem(cfg: DictConfig, override: Any, group: str) -> str:
+    """What is wrong with one override of a cell's setting in ``cfg`` ('' if nothing)."""
+    from difflib import get_close_matches
+
+    from omegaconf import OmegaConf
+
+    key = override.key_or_group
+    choice = f"{group}={cfg.hydra.runtime.choices.get(group, cfg[group].get('name', ''))}"
+    missing = object()
+    current = OmegaConf.select(cfg, key, default=missing, throw_on_missing=False)
+    if current is missing:
+        parent_key, _, leaf = key.rpartition(".")
+        parent = OmegaConf.select(cfg, parent_key, default=None)
+        names = [str(k) for k in parent] if OmegaConf.is_dict(parent) else []
+        near = get_close_matches(leaf, names, n=1)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        where = f"{parent_key} has" if parent_key != group else "its settings are"
+        listed = ", ".join(names) if names else "none"
+        return f"{key} is not a setting of {choice}{hint}; {where}: {listed}."
+    if override.is_sweep_override():
+        return ""
+    value = override.value()
+    for kind, words in KINDS:  # bool first: a bool is an int to isinstance
+        if isinstance(current, kind):
+            if value is None or _of_kind(value, kind):
+                return ""
+            text = override.input_line.split("=", 1)[1]
+            return f"{key} expects {words} ({choice} has {current}), not {text!r}."
+    return ""
+
+
+def _of_kind(value: Any, kind: type) -> bool:
+    """Whether an override's parsed value fits a setting of ``kind`` (a whole number fits a
+    number; true and false are no numbers)."""
+    if kind is bool or isinstance(value, bool):
+        return kind is bool and isinstance(value, bool)
+    return isinstance(value, int | float) if kind is float else isinstance(value, int)
