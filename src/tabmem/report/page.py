@@ -64,12 +64,17 @@ class Matrix:
     datasets: list[str]
     marks: list[Mark]
 
+    def __post_init__(self) -> None:
+        self._cells: dict[tuple[str, str], list[Mark]] = {}
+        order = sorted(
+            self.marks, key=lambda m: (m.test != DATASET_TEST, m.experiment, m.transform, m.test)
+        )
+        for mark in order:
+            self._cells.setdefault((mark.model, mark.dataset), []).append(mark)
+
     def cell(self, model: str, dataset: str) -> list[Mark]:
         """The marks of one model × dataset: dataset verdicts first, then tests by name."""
-        found = [m for m in self.marks if m.model == model and m.dataset == dataset]
-        return sorted(
-            found, key=lambda m: (m.test != DATASET_TEST, m.experiment, m.transform, m.test)
-        )
+        return list(self._cells.get((model, dataset), []))
 
     def values(self, field: str) -> list[str]:
         """The distinct values of a mark's field (experiment, transform, test), sorted."""
@@ -127,7 +132,6 @@ def _ids_and_verdict_tags(
     """Each experiment's id by name (for the UI links), and the tags of every dataset-verdict
     run by id (which tests it combined, which carry it), which the run frame leaves out. A
     SQLite store is read with ``sqlite3``, read-only: the end of a grid imports no MLflow."""
-    query = f"tags.{SCOPE_TAG} = '{DATASET_TEST}'"
     if tracking_uri.startswith("sqlite:///"):
         path = tracking_uri.removeprefix("sqlite:///")
         with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
@@ -145,6 +149,7 @@ def _ids_and_verdict_tags(
 
     client = MlflowClient(tracking_uri=tracking_uri)
     ids = {e.name: e.experiment_id for e in client.search_experiments()}
+    query = f"tags.{SCOPE_TAG} = '{DATASET_TEST}'"
     tags, token = {}, None
     while ids:
         page = client.search_runs(list(ids.values()), query, max_results=5000, page_token=token)
