@@ -10,9 +10,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tabmem.data.registry import resolve_path, spec_from_config
-from tabmem.errors import DatasetError
-
 CELL_GLOB = "cell-*.json"
 PLAN_GLOB = "plan-*.json"
 SPEND_LEDGER = "spend.json"
@@ -87,11 +84,13 @@ def skip_reason(cfg: Any, test: str) -> str:
     Only grids skip (``conf/grid/paper.yaml``): a single run or a plain sweep still fails with
     the error, so a missing file someone asked for by name is never passed over in silence.
     """
-    from tabmem.battery.base import needs_of
-    from tabmem.llm.base import FIT
-
     if not cfg.get("skip_unrunnable"):
         return ""
+    from tabmem.battery.base import needs_of
+    from tabmem.data.registry import resolve_path, spec_from_config
+    from tabmem.errors import DatasetError
+    from tabmem.llm.base import FIT
+
     only = cfg.get("only_datasets")
     if only and str(cfg.dataset.name) not in only:
         return f"this part of the grid runs on {', '.join(map(str, only))} only"

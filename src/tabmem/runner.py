@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 import time
 import traceback
@@ -16,15 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-import yaml
 from rich.console import Console
 
-from tabmem.battery.base import TestContext, run_test
 from tabmem.cell import Cell, cell_params, config_hash, group_hash
-from tabmem.data import load_dataset
-from tabmem.data.transforms import apply_transform
-from tabmem.data.twin import twin_info
 from tabmem.errors import ConfigError, ProviderError, TabmemError
 from tabmem.jobs import (
     SPEND_LEDGER,
@@ -34,30 +29,48 @@ from tabmem.jobs import (
     skip_reason,
     test_plan,
 )
-from tabmem.llm.budget import Budget, BudgetReached
-from tabmem.llm.cache import ResponseCache
-from tabmem.llm.client import Answered, LanguageModel
-from tabmem.llm.registry import build_model
-from tabmem.report.terminal import show_result
-from tabmem.results import TestResult
-from tabmem.tracking.inputs import dataset_input
 from tabmem.tracking.naming import run_description, run_title
-from tabmem.tracking.store import TrackingStore
-from tabmem.tracking.traces import QueryLog, match_answers
+from tabmem.tracking.store import StoredRun, TrackingStore
 
+# The data, the tests, the models and MLflow are imported where a cell first needs them:
+# a cell that already finished is skipped without any of them (scripts/bench_startup.py).
 if TYPE_CHECKING:
-    from mlflow.entities import DatasetInput, Run
+    import pandas as pd
+    from mlflow.entities import DatasetInput
+
+    from tabmem.llm.budget import Budget
+    from tabmem.llm.client import Answered, LanguageModel
+    from tabmem.results import TestResult
+    from tabmem.tracking.traces import QueryLog
+
+_stores: dict[tuple[str, str, Path | None, Path], TrackingStore] = {}
+_stores_lock = threading.Lock()
 
 
 def open_store(cfg: Any) -> TrackingStore:
-    return TrackingStore.at(
+    """The store a cell's runs are written to (after the preflight: the slow part starts at
+    its first write, when its MLflow client opens)."""
+    return _store_of(cfg)
+
+
+def _store_of(cfg: Any) -> TrackingStore:
+    """One ``TrackingStore`` per process and store: the cells a pool worker runs one after
+    another share it, so its MLflow client opens once."""
+    found = TrackingStore.at(
         outputs_dir(cfg), str(cfg.experiment), cfg.tracking.uri, cfg.tracking.artifact_root
     )
+    key = (found.uri, found.experiment, found.artifact_root, found.lock_path)
+    with _stores_lock:
+        return _stores.setdefault(key, found)
 
 
 def queries_table(result: TestResult, answered: Sequence[Answered] = ()) -> pd.DataFrame:
     """Every query of a result as rows: prompt, expected, completion, score, error, and a
     reasoning model's thoughts (from the calls in ``answered``) where it had any."""
+    import pandas as pd
+
+    from tabmem.tracking.traces import match_answers
+
     calls = match_answers(result.records, answered)
     thoughts = [c.response.reasoning if c is not None else "" for c in calls]
     return pd.DataFrame(
@@ -121,12 +134,10 @@ _watched_parent: int | None = None
 
 def in_pool_worker() -> bool:
     """Whether this process is a worker of a joblib (loky) process pool, such as the one Hydra's
-    joblib launcher runs a grid's cells in."""
-    try:
-        from joblib.externals.loky import process_executor
-    except ImportError:
-        return False
-    return process_executor._CURRENT_DEPTH > 0
+    joblib launcher runs a grid's cells in (a worker has loky's executor imported: a process
+    without it is none, and need not import joblib to know)."""
+    process_executor = sys.modules.get("joblib.externals.loky.process_executor")
+    return process_executor is not None and process_executor._CURRENT_DEPTH > 0
 
 
 def die_with_launcher(poll_s: float = 0.2) -> None:
@@ -170,29 +181,29 @@ def run_cell(
 
         plan_cell(cfg, job_dir, console)
         return []
-    problem = preflight_error(cfg)
-    if problem is not None:  # said now, not after the store and the model: seconds, not 30
-        console.print(f"[bold red]failed[/] {Cell.from_config(cfg).run_name}: {problem}")
-    store = open_store(cfg)
     suite = str(cfg.test.name) if cfg.test.get("suite") else ""
     pending: list[tuple[Cell, dict[str, Any], Any]] = []
     outcomes: list[CellOutcome] = []
-    for name, test_cfg in test_plan(cfg.test):
+    for name, test_cfg in test_plan(cfg.test):  # finished tests first: no data, model or MLflow
         cell = replace(Cell.from_config(cfg), test=name)
         params = cell_params({**cfg, "test": test_cfg})
         reason = skip_reason(cfg, name)
-        existing = None if cfg.force or reason else store.finished(config_hash(params))
+        existing = None if cfg.force or reason else finished_run(cfg, config_hash(params))
         if reason:
             outcomes.append(CellOutcome(**cell.tags(), status="skipped", message=reason))
             console.print(f"[dim]skip[/] {cell.run_name}: {reason}")
         elif existing:
             outcomes.append(stored_outcome(cell, existing))
             console.print(
-                f"[dim]skip[/] {cell.run_name}: already finished as run {existing.info.run_id}"
+                f"[dim]skip[/] {cell.run_name}: already finished as run {existing.run_id}"
             )
         else:
             pending.append((cell, params, test_cfg))
     if pending:
+        problem = preflight_error(cfg)
+        if problem is not None:  # said now, not after the store and the model: seconds, not 30
+            console.print(f"[bold red]failed[/] {Cell.from_config(cfg).run_name}: {problem}")
+        store = open_store(cfg)
         budget = None if problem is not None else grid_budget(cfg, grid_dir or job_dir)
         threads = cpu_share(cells_at_once)
         told = Console(quiet=True) if problem is not None else console
@@ -218,6 +229,8 @@ def preflight_error(cfg: Any) -> TabmemError | None:
             f"budget_usd={limit} is not a budget: give the most the grid may spend in US "
             "dollars (budget_usd=5), or leave it out for no cap."
         )
+    from tabmem.data import load_dataset
+
     try:
         load_dataset(cfg.dataset)  # read and checked once: the cell's own load reuses it
     except TabmemError as exc:
@@ -225,17 +238,23 @@ def preflight_error(cfg: Any) -> TabmemError | None:
     return None
 
 
-def stored_outcome(cell: Cell, run: Run) -> CellOutcome:
+def finished_run(cfg: Any, config_hash: str) -> StoredRun | None:
+    """The newest finished run of a cell's configuration in its store, if there is one (a
+    SQLite store answers with one read-only query, before MLflow is imported)."""
+    return _store_of(cfg).finished(config_hash)
+
+
+def stored_outcome(cell: Cell, run: StoredRun) -> CellOutcome:
     """A cell skipped because the same configuration already finished: that run's verdict,
     figures and p-value, as the summary and the dataset verdict read them."""
-    metrics, tags = run.data.metrics, run.data.tags
+    metrics, tags = run.metrics, run.tags
     queries = int(metrics.get("n_queries", 0))
     return CellOutcome(
         **cell.tags(),
         status="skipped",
         verdict=tags.get("verdict", ""),
         figure=figure_text(int(metrics.get("n_hits", 0)), queries, metrics.get("p_value")),
-        run_id=run.info.run_id,
+        run_id=run.run_id,
         message="already finished (force=true runs it again)",
         p_value=metrics.get("p_value"),
     )
@@ -278,6 +297,16 @@ def _run_pending(
 ) -> list[CellOutcome]:
     """Load the data and the model once, then run and log each pending test (each fails with
     ``problem``, the preflight's, when there is one)."""
+    from tabmem.battery.base import TestContext, run_test
+    from tabmem.data import load_dataset
+    from tabmem.data.transforms import apply_transform
+    from tabmem.data.twin import twin_info
+    from tabmem.llm.budget import BudgetReached
+    from tabmem.llm.cache import ResponseCache
+    from tabmem.llm.registry import build_model
+    from tabmem.tracking.inputs import dataset_input
+    from tabmem.tracking.traces import QueryLog
+
     outcomes: list[CellOutcome] = []
     started = time.time_ns()  # each run starts where the previous one ended: the cell's time
     cache = ResponseCache(outputs_dir(cfg) / "cache" / "responses.sqlite")
@@ -381,6 +410,8 @@ def _tags(
 
 def grid_budget(cfg: Any, grid_dir: Path) -> Budget | None:
     """The grid's spending cap (``budget_usd``), shared through a ledger in the grid's folder."""
+    from tabmem.llm.budget import Budget
+
     limit = cfg.get("budget_usd")
     return None if limit is None else Budget(float(limit), grid_dir / SPEND_LEDGER)
 
@@ -446,6 +477,10 @@ def log_result(
     """A finished cell: verdict, figures, every query and the config, as one FINISHED run
     (``extra_tags`` mark where its answers came from, such as a transcript; ``data_input``, the
     data as the model was shown it (``tracking.inputs.dataset_input``), the run's dataset input)."""
+    import yaml
+
+    from tabmem.report.terminal import show_result
+
     console.print(f"[bold]{cell.run_name}[/]")
     show_result(result, console, verbose=bool(cfg.show_queries))
     metrics = {**result.all_metrics(), **calls}

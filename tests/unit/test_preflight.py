@@ -28,6 +28,10 @@ def _cfg(tmp_path: Path, text: str = "a,b\n1,2\n3,4\n", **top: object):
             "transform": {"name": "original"},
             "seed": 0,
             "budget_usd": None,
+            "force": False,  # the cell is looked up in its store (none yet) before the preflight
+            "outputs_dir": str(tmp_path),
+            "experiment": "preflight",
+            "tracking": {"uri": None, "artifact_root": None},
             **top,
         }
     )

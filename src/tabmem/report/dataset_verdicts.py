@@ -19,7 +19,6 @@ from typing import Any
 import yaml
 from rich.table import Table
 
-from tabmem.battery.base import claiming
 from tabmem.cell import Cell, config_hash
 from tabmem.jobs import CellOutcome
 from tabmem.results import Verdict
@@ -80,11 +79,17 @@ def combine_outcomes(
     """The dataset verdict of each model × file × transform × seed among ``outcomes`` that ran
     (or had run) at least ``MIN_TESTS`` tests of rows seen, with one of its outcomes to name
     it. A single test is its own answer: its verdict stands alone."""
+    ran = [o for o in outcomes if o.run_id or o.status == "failed"]
+    if len({(o.group or _fallback_group(o), o.test) for o in ran}) <= len(
+        {o.group or _fallback_group(o) for o in ran}
+    ):  # one test per model × file at most: no verdict, and no need to import every test
+        return []
+    from tabmem.battery.base import claiming
+
     rows_seen = set(claiming("rows_seen"))
     groups: dict[str, list[CellOutcome]] = {}
-    for outcome in outcomes:
-        ran = outcome.run_id or outcome.status == "failed"
-        if outcome.test in rows_seen and ran:
+    for outcome in ran:
+        if outcome.test in rows_seen:
             groups.setdefault(outcome.group or _fallback_group(outcome), []).append(outcome)
     return [
         (members[0], decide_dataset(_labelled([_as_test(o) for o in members]), rule))

@@ -5,6 +5,10 @@ SQLite store at once fail in its migrations, so every access that writes goes
 through one inter-process lock beside the database. A SQLite store runs in WAL mode
 with ``synchronous=NORMAL``: each trace is one transaction, and a commit then costs
 no fsync of the whole database (docs/ui.md has the figures).
+
+Opening the MLflow client costs seconds (importing MLflow and SQLAlchemy), so a store opens
+it on first use: asking a SQLite store whether a cell already finished is one read-only
+query with ``sqlite3``, and a grid whose cells all finished never imports MLflow.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import sqlite3
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +29,7 @@ from tabmem.tracking.traces import QueryLog, build_traces, write_traces
 
 if TYPE_CHECKING:
     from mlflow.entities import DatasetInput, Run
+    from mlflow.tracking import MlflowClient
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
@@ -54,14 +59,30 @@ def is_remote(uri: str) -> bool:
     return uri.startswith(("http://", "https://", "databricks"))
 
 
+@dataclass(frozen=True)
+class StoredRun:
+    """What the summary reads of a finished run: its id, tags and latest metrics."""
+
+    run_id: str
+    tags: dict[str, str]
+    metrics: dict[str, float]
+
+    @classmethod
+    def of(cls, run: Run) -> StoredRun:
+        return cls(run.info.run_id, dict(run.data.tags), dict(run.data.metrics))
+
+
 @dataclass
 class TrackingStore:
-    """An MLflow experiment in a given store, ready for one run per cell."""
+    """An MLflow experiment in a given store, ready for one run per cell; the client and the
+    experiment open on first use (``client``, ``experiment_id``)."""
 
     uri: str
     artifact_root: Path | None  # None: the tracking server chooses (its --artifacts-destination)
     experiment: str
     lock_path: Path
+    _client: MlflowClient | None = field(default=None, init=False, repr=False, compare=False)
+    _experiment_id: str = field(default="", init=False, repr=False, compare=False)
 
     @classmethod
     def at(
@@ -80,18 +101,34 @@ class TrackingStore:
         return cls(resolved, root, experiment, outputs / "mlflow.lock")
 
     def __post_init__(self) -> None:
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        if self.artifact_root is not None:
+            self.artifact_root.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def client(self) -> MlflowClient:
+        """The MLflow client, the experiment created (or found) under the lock on first use."""
+        if self._client is None:
+            self._open()
+        assert self._client is not None
+        return self._client
+
+    @property
+    def experiment_id(self) -> str:
+        if self._client is None:
+            self._open()
+        return self._experiment_id
+
+    def _open(self) -> None:
         from mlflow.tracking import MlflowClient
 
         for logger_name in ("mlflow", "alembic"):
             logging.getLogger(logger_name).setLevel(logging.WARNING)
-        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
-        if self.artifact_root is not None:
-            self.artifact_root.mkdir(parents=True, exist_ok=True)
-        with self.locked():
-            self.client = MlflowClient(tracking_uri=self.uri)
-            found = self.client.get_experiment_by_name(self.experiment)
+        with self._file_lock():
+            client = MlflowClient(tracking_uri=self.uri)
+            found = client.get_experiment_by_name(self.experiment)
             if found is None:
-                self.experiment_id = self.client.create_experiment(
+                self._experiment_id = client.create_experiment(
                     self.experiment,
                     artifact_location=(
                         self.artifact_root.resolve().as_uri() if self.artifact_root else None
@@ -99,25 +136,42 @@ class TrackingStore:
                     tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND, NOTE_TAG: EXPERIMENT_NOTE},
                 )
             else:
-                self.experiment_id = found.experiment_id
+                self._experiment_id = found.experiment_id
                 if EXPERIMENT_KIND_TAG not in found.tags:
-                    self.client.set_experiment_tag(
-                        self.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND
+                    client.set_experiment_tag(
+                        self._experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND
                     )
             _use_wal(self.uri)
+            self._client = client
 
     @contextmanager
     def locked(self) -> Iterator[None]:
-        with FileLock(str(self.lock_path), timeout=600):
+        """The store's inter-process lock, the client open (it opens under the same lock,
+        which a process cannot take twice)."""
+        if self._client is None:
+            self._open()
+        with self._file_lock():
             yield
+
+    def _file_lock(self) -> FileLock:
+        return FileLock(str(self.lock_path), timeout=600)
 
     def finished_run(self, config_hash: str) -> str | None:
         """The id of a finished run of this exact cell configuration, if there is one."""
         found = self.finished(config_hash)
-        return found.info.run_id if found else None
+        return found.run_id if found else None
 
-    def finished(self, config_hash: str) -> Run | None:
-        """The newest finished run of this exact cell configuration, if there is one."""
+    def finished(self, config_hash: str) -> StoredRun | None:
+        """The newest finished run of this exact cell configuration, if there is one: read
+        from a SQLite file with ``sqlite3`` while the client is not open (no store file: none),
+        else searched through the client."""
+        if self._client is None and self.uri.startswith("sqlite:///"):
+            try:
+                return finished_in_sqlite(
+                    Path(self.uri.removeprefix("sqlite:///")), self.experiment, config_hash
+                )
+            except sqlite3.Error:  # a store being created or migrated: ask MLflow
+                pass
         with self.locked():
             runs = self.client.search_runs(
                 [self.experiment_id],
@@ -127,7 +181,7 @@ class TrackingStore:
                 max_results=1,
                 order_by=["attributes.start_time DESC"],
             )
-        return runs[0] if runs else None
+        return StoredRun.of(runs[0]) if runs else None
 
     def log_cell(
         self,
@@ -182,6 +236,36 @@ class TrackingStore:
                 run_id, status="FAILED" if failed else "FINISHED", end_time=_now_ms()
             )
         return run_id
+
+
+def finished_in_sqlite(path: Path, experiment: str, config_hash: str) -> StoredRun | None:
+    """The newest active FINISHED run of ``experiment`` tagged ``config_hash`` in the SQLite
+    store at ``path``, as MLflow's search would find it; None when the file does not exist.
+    Read-only (``mode=ro``): it never creates the store or takes its lock, as WAL readers need
+    none."""
+    if not path.is_file():
+        return None
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)) as db:
+        found = db.execute(
+            "SELECT r.run_uuid FROM runs r "
+            "JOIN experiments e ON e.experiment_id = r.experiment_id "
+            "JOIN tags t ON t.run_uuid = r.run_uuid "
+            "WHERE e.name = ? AND t.key = 'config_hash' AND t.value = ? "
+            "AND r.status = 'FINISHED' AND r.lifecycle_stage = 'active' "
+            "ORDER BY r.start_time DESC, r.run_uuid LIMIT 1",
+            (experiment, config_hash),
+        ).fetchone()
+        if found is None:
+            return None
+        run_id = found[0]
+        tags = dict(db.execute('SELECT "key", value FROM tags WHERE run_uuid = ?', (run_id,)))
+        metrics = {
+            key: float("nan") if is_nan else float(value)
+            for key, value, is_nan in db.execute(
+                'SELECT "key", value, is_nan FROM latest_metrics WHERE run_uuid = ?', (run_id,)
+            )
+        }
+    return StoredRun(run_id, tags, metrics)
 
 
 def _now_ms() -> int:
