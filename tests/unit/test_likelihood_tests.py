@@ -159,6 +159,24 @@ def test_both_rows_of_a_pair_are_read_after_the_same_real_context():
             assert lines[0] == data.header and lines[1:] == data.rows[max(0, index - 5) : index]
 
 
+def test_in_a_file_in_order_the_pairs_are_read_after_the_header_alone():
+    # Ten regions of 30 rows, a place value near its region's: the rows before a real row
+    # say where it is, which no twin row (drawn from the whole file) matches.
+    rng = np.random.default_rng(0)
+    places = dataset(
+        "place,size\n"
+        + "".join(f"{10 * (i // 30) + rng.random():.2f},{rng.random():.2f}\n" for i in range(300)),
+        "places",
+    )
+    scorer = Scorer("m")
+    result = ZlibRatio().run(context("zlib_ratio", scorer, places, context_rows=5))
+    assert {c for c, _ in scorer.contexts} == {places.header + "\n"}
+    assert "in order" in result.info["context"] and result.metrics["file_order_p_value"] < 0.01
+    unordered = ZlibRatio().run(context("zlib_ratio", Scorer("m"), context_rows=5))
+    assert unordered.info["context"] == "the header and the 5 real rows before the row"
+    assert unordered.metrics["file_order_p_value"] > 0.01
+
+
 def test_pairs_take_the_twin_row_at_the_same_place():
     data = dataset()
     twin = twin_of(data, 3)

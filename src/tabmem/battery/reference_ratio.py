@@ -105,7 +105,7 @@ class ReferenceRatio(TwinPairTest[ReferenceFacts]):
         if isinstance(planned, TestResult):
             return planned
         pairs, twin = planned
-        return pairs, ReferenceFacts(twin.twin_sha256, twin.twin_rows, str(cfg["name"]), cfg)
+        return pairs, ReferenceFacts(**vars(twin), reference=str(cfg["name"]), reference_cfg=cfg)
 
     def reference_model(self, ctx: TestContext, cfg: dict[str, Any]) -> LanguageModel:
         """The reference model, built from its config beside the model under test: the same

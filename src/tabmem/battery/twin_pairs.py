@@ -4,7 +4,9 @@ likelihood tests with a reference score (``test=reference_ratio``, ``test=zlib_r
 The twin (``tabmem.data.twin``) writes new rows in the file's exact formats, drawn from a
 model of its columns and their dependence, none equal to a real row: rows no model can have
 read. Each sampled row of the file is paired with the twin's row at the same place, and both
-are scored after the same context (the header and the real rows before the sampled row). A
+are scored after the same context (the header and the real rows before the sampled row; the
+header alone in a file whose rows run in order, where the rows before a real row would say
+what comes next to a model without memory, and no twin row fits its context so). A
 model that has read the file finds its real rows likelier, against the reference, than the
 twin's rows; a model that has not has no reason to, in so far as the reference takes out what
 a model may know of the data without its rows (docs/logprob_tests.md).
@@ -20,12 +22,14 @@ import numpy as np
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import ScoringTest, Worded
+from tabmem.battery.min_k_prob import file_order
 from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
 from tabmem.data.twin import twin_of
 from tabmem.errors import DatasetError
 from tabmem.llm.logprobs import ScoreRequest, ScoreResponse
 from tabmem.results import QueryRecord, TestResult
+from tabmem.stats.contrast import ContrastTable
 from tabmem.stats.likelihood import paired_shift_test
 from tabmem.stats.verdicts import decide
 
@@ -36,6 +40,7 @@ class TwinPairSettings(TestSettings):
 
     n_rows: int
     context_rows: int
+    order_permutations: int
     n_permutations: int
     min_pairs: int
     alpha: float
@@ -55,10 +60,14 @@ class TwinPair:
 
 @dataclass(frozen=True)
 class TwinFacts:
-    """What the decision records of the twin the pairs came from: its sha256 and rows."""
+    """What the decision records of the twin the pairs came from (its sha256 and rows) and of
+    the context the pairs were read after (in words, and the p-value of the file's order
+    where it was checked)."""
 
     twin_sha256: str
     twin_rows: int
+    context: str
+    file_order_p_value: float | None
 
 
 def twin_pairs(
@@ -136,13 +145,30 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
             return TestResult.not_applicable(
                 self.name, f"the file has no twin to compare with: {exc}"
             )
-        pairs = twin_pairs(ctx.dataset, twin, p.n_rows, p.context_rows, rng_of(ctx.seed))
+        context_rows, context, order_p = p.context_rows, "the header", None
+        if context_rows:
+            table = ContrastTable(
+                ctx.dataset.rows, ctx.dataset.delimiter, len(ctx.dataset.feature_names)
+            )
+            order = file_order(ctx.dataset, table, p.order_permutations, p.alpha, ctx.seed)
+            order_p = order.p_value
+            if order.shows_order:
+                context_rows = 0
+                context = (
+                    f"the header alone: the file is in order ("
+                    f"{', '.join(order.ordered_columns) or 'all columns together'}; "
+                    f"p={order.p_value:.3g}), so the rows before a real row would tell a model "
+                    "without memory what comes next, which no twin row gets"
+                )
+            else:
+                context = f"the header and the {context_rows} real rows before the row"
+        pairs = twin_pairs(ctx.dataset, twin, p.n_rows, context_rows, rng_of(ctx.seed))
         if len(pairs) < p.min_pairs:
             return TestResult.not_applicable(
                 self.name, f"the file has {len(pairs)} rows; the test needs {p.min_pairs} pairs"
             )
         record = twin.spec.extra["twin"]
-        return pairs, TwinFacts(str(record["sha256"]), int(record["rows"]))
+        return pairs, TwinFacts(str(record["sha256"]), int(record["rows"]), context, order_p)
 
     def word(self, ctx: TestContext, queries: Sequence[TwinPair], facts: F) -> Worded[TwinPair]:
         return Worded(list(queries), [score_requests(pair) for pair in queries])
@@ -159,7 +185,12 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
         and effect (the mean difference over its standard deviation)."""
         p = ctx.params
         scored = [r for r in records if r.error is None]
-        info = {**info, "twin_sha256": facts.twin_sha256, "prompt_form": "log-probabilities"}
+        info = {
+            **info,
+            "twin_sha256": facts.twin_sha256,
+            "context": facts.context,
+            "prompt_form": "log-probabilities",
+        }
         if len(scored) < p.min_pairs:
             return TestResult.not_applicable(
                 self.name,
@@ -198,6 +229,11 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
                 "sign_test_p_value": shift.sign_p_value,
                 "n_permutations": shift.n_permutations,
                 "twin_rows": facts.twin_rows,
+                **(
+                    {}
+                    if facts.file_order_p_value is None
+                    else {"file_order_p_value": facts.file_order_p_value}
+                ),
                 f"mean_{first}": float(np.mean(real)),
                 f"mean_{second}": float(np.mean(twin)),
             },

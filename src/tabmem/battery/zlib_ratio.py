@@ -12,9 +12,7 @@ one-sided paired sign-flip permutation test.
 zlib knows nothing of the data's distribution, so the null ("real rows are no likelier than
 their compression predicts, compared with twin rows") also fails for a model that knows the
 domain better than the twin's Gaussian copula does; the reference ratio test
-(``test=reference_ratio``) takes that out with a reference model. The context defaults to the
-header alone: zlib compresses the row alone, and in a file whose rows run in order the rows
-before a real row would tell a model without memory what comes next (docs/logprob_tests.md).
+(``test=reference_ratio``) takes that out with a reference model (docs/logprob_tests.md).
 """
 
 from __future__ import annotations
