@@ -1,41 +1,30 @@
-"""hydra/launcher=ray for real: a local Ray instance runs two cells (slow)."""
+"""hydra/launcher=ray for real: with no address the sweep starts a local Ray, which runs two
+cells (slow). tests/slow/test_ray_cluster.py joins a Ray that was started beforehand."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from harness import ENV, run_tabmem
 from mlflow.tracking import MlflowClient
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 
-def test_ray_launcher_runs_cells_on_a_local_ray(tmp_path):
-    pytest.importorskip("hydra_plugins.hydra_ray_launcher.ray_launcher")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "run.py",
-            "-m",
-            "hydra/launcher=ray",
-            "hydra.launcher.ray.init.num_cpus=2",
-            "model=oracle-memorizer,oracle-null",
-            "dataset=iris",
-            "test=header",
-            f"outputs_dir={tmp_path}",
-            "progress=false",
-            "show_queries=false",
-            "experiment=ray-test",
-        ],
-        cwd=ROOT,
-        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "RAY_AUTH_MODE": "disabled"},
-        capture_output=True,
-        text=True,
-        timeout=900,
+def test_ray_launcher_runs_cells_on_a_local_ray(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(ENV, "RAY_AUTH_MODE", "disabled")
+    result = run_tabmem(
+        tmp_path,
+        "-m",
+        "hydra/launcher=ray",
+        "hydra.launcher.ray.init.num_cpus=2",
+        "model=oracle-memorizer,oracle-null",
+        "dataset=iris",
+        "test=header",
+        "experiment=ray-test",
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Ray Launcher is launching 2 jobs" in result.stderr + result.stdout
