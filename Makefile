@@ -59,7 +59,8 @@ demo: install-demo
 test: install browser
 	$(PY) -m ruff check .
 	$(PY) -m pytest
-	$(PY) -m pytest -m slow tests/slow/test_embedded_models.py tests/slow/test_python_api_notebook.py
+	$(PY) -m pytest -m slow tests/slow/test_embedded_models.py tests/slow/test_python_api_notebook.py \
+		tests/slow/test_slurm_cluster.py tests/slow/test_ray_cluster.py
 
 test-slow: install
 	$(PY) -m pytest -m slow
