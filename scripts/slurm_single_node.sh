@@ -10,6 +10,7 @@
 # an idle node it does nothing; it never overwrites a slurm.conf it did not write.
 # Daemons run as root (SlurmUser=root), which is enough for a test cluster and nothing more.
 set -euo pipefail
+export PATH="$PATH:/usr/sbin:/sbin"   # the daemons live there; a job runner's PATH may lack it
 
 PARTITION="${TABMEM_SLURM_PARTITION:-tabmem}"
 CONF=/etc/slurm/slurm.conf
