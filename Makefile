@@ -142,8 +142,8 @@ data-check: install-demo
 
 # Benchmarks (docs/reliability.md): concurrency against a 200 ms server, the cache, the
 # embedded model, the cost of query traces (docs/ui.md), the demo grid with and without prefix
-# sharing and stopping on divergence, and make demo and the install sets on fresh .venvs in
-# temporary copies (minutes).
+# sharing and stopping on divergence, make demo and the install sets on fresh .venvs in
+# temporary copies (minutes), and start-up: help, skipped and reference cells (bench_startup).
 .PHONY: bench
 bench: install
 	$(PY) -u scripts/bench_concurrency.py
@@ -152,6 +152,7 @@ bench: install
 	$(PY) -u scripts/bench_traces.py
 	$(PY) -u scripts/bench_first_run.py
 	$(PY) -u scripts/bench_demo.py
+	$(PY) -u scripts/bench_startup.py
 
 clean-outputs:
 	rm -rf outputs

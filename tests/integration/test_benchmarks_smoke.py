@@ -57,13 +57,24 @@ FIGURES = {
         rf"make -n demo in the copy: [1-9]\d* commands listed in {NUMBER} s",
         r"smoke: the install and the demo grid skipped .*",
     ],
+    "bench_startup.py": [
+        r"7\. start-up, best of 1 \(wall seconds; load average before: .*\)",
+        rf"\s*tabmem --help\s+{NUMBER}\s+{NUMBER}\s+<= 1\s+(PASS|FAIL)\s*",
+        rf"\s*finished cell \(skipped\)\s+{NUMBER}\s+{NUMBER}\s+<= 2\s+(PASS|FAIL)\s+.*",
+        rf"\s*one reference-model cell\s+{NUMBER}\s+{NUMBER}\s+<= 4\s+(PASS|FAIL)\s+.*",
+        rf"\s*bad data file \(ragged\): sentence\s+{NUMBER}\s+{NUMBER}\s+<= 2\s+.*",
+        rf"\s*bad data file \(missing\): sentence\s+{NUMBER}\s+{NUMBER}\s+<= 2\s+.*",
+        r"\s*setting test\.num_queries=abc .* test\.num_queries is not a setting of test=header.*",
+        rf"\s*demo grid, all finished\s+{NUMBER}\s+{NUMBER}\s+<= 5\s+(PASS|FAIL)\s+1 cells.*",
+        r"written: .*startup-smoke\.md",
+    ],
     "bench_row_order_gate.py": [
         r"row order's gate on 2 shuffles per file .*",
         r"iris \| [0-2]/2 \| .*",
         r"all files: [0-2]/2 shuffles refused",
     ],
 }
-NEEDS_EMBEDDED = {"bench_embedded.py", "bench_first_run.py"}
+NEEDS_EMBEDDED = {"bench_embedded.py", "bench_first_run.py", "bench_startup.py"}
 
 
 def test_every_benchmark_has_a_smoke_run():
