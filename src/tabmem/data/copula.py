@@ -22,8 +22,9 @@ written as the same count, starting where the caller says.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
-from collections import Counter, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -39,6 +40,9 @@ MAX_STRATA = 10
 """A hub column has at most this many distinct values."""
 MIN_STRATUM = 30
 """Hub values with fewer rows share one pooled copula."""
+FITS_KEPT = 8
+"""Table models kept per process, by their rows' content: a file's model is fitted once, not
+once per cell that asks for it (the sample test's baseline, twins, conditionals)."""
 
 
 def is_numeric(values: Iterable[str]) -> bool:
@@ -216,9 +220,22 @@ class TableModel:
 
     @classmethod
     def fit(cls, rows: Sequence[Sequence[str]]) -> TableModel:
-        """Fit to rows of raw fields (one list of field texts per row)."""
+        """Fit to rows of raw fields (one list of field texts per row); the same rows give the
+        same (immutable) model, kept from an earlier fit."""
         if not rows:
             raise ValueError("a table model needs at least one row to fit")
+        key = _fingerprint(rows)
+        if key in _FITTED:
+            _FITTED.move_to_end(key)
+            return _FITTED[key]
+        model = cls._fit(rows)
+        _FITTED[key] = model
+        if len(_FITTED) > FITS_KEPT:
+            _FITTED.popitem(last=False)
+        return model
+
+    @classmethod
+    def _fit(cls, rows: Sequence[Sequence[str]]) -> TableModel:
         width = len(rows[0])
         counters = tuple(j for j in range(width) if is_counter([row[j] for row in rows]))
         modelled = tuple(j for j in range(width) if j not in counters)
@@ -274,3 +291,15 @@ class TableModel:
                 for key, share, copula in zip(self.strata, self.shares, self.copulas, strict=True)
             ],
         }
+
+
+_FITTED: OrderedDict[bytes, TableModel] = OrderedDict()
+
+
+def _fingerprint(rows: Sequence[Sequence[str]]) -> bytes:
+    """A digest of rows of fields, separators included (so no two tables share one)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for row in rows:
+        digest.update("\x1f".join(row).encode())
+        digest.update(b"\x1e")
+    return digest.digest()

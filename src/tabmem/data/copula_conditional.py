@@ -144,6 +144,7 @@ class _View:
         self.correlation = correlation
         self.edges = [np.concatenate([[0], np.cumsum(c)]) / max(size, 1) for c in counts]
         self.latent = [ndtri(e) for e in self.edges]
+        self._regressions: dict[tuple[int, tuple[int, ...]], tuple[np.ndarray, float]] = {}
 
     def conditional(
         self, k: int, observed: Sequence[int], scores: Sequence[float]
@@ -151,12 +152,21 @@ class _View:
         """Mean and standard deviation of column ``k``'s latent score given observed scores."""
         if not observed:
             return 0.0, 1.0
-        r = self.correlation
-        given = r[np.ix_(observed, observed)]
-        cross = r[k, observed]
-        mean = float(cross @ np.linalg.solve(given, np.asarray(scores)))
-        variance = 1.0 - float(cross @ np.linalg.solve(given, cross))
-        return mean, max(math.sqrt(max(variance, 0.0)), MIN_SD)
+        coefficients, sd = self._regression(k, tuple(observed))
+        return float(coefficients @ np.asarray(scores)), sd
+
+    def _regression(self, k: int, observed: tuple[int, ...]) -> tuple[np.ndarray, float]:
+        """Column ``k``'s latent score regressed on the ``observed`` ones: coefficients and
+        residual deviation, solved once per set of observed columns (a view answers many rows
+        with the same columns shown)."""
+        key = (k, observed)
+        if key not in self._regressions:
+            r = self.correlation
+            cross = r[k, list(observed)]
+            coefficients = np.linalg.solve(r[np.ix_(observed, observed)], cross)
+            variance = 1.0 - float(cross @ coefficients)
+            self._regressions[key] = (coefficients, max(math.sqrt(max(variance, 0.0)), MIN_SD))
+        return self._regressions[key]
 
     def masses(self, k: int, mean: float, sd: float) -> np.ndarray:
         """Each value's probability (in copula order) given the latent mean and deviation."""

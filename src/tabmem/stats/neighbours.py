@@ -74,7 +74,7 @@ class Column:
 
     @property
     def discrete(self) -> bool:
-        return self.numbers is None or len(set(self.values)) <= DISCRETE_VALUES
+        return self.numbers is None or len(self.book) <= DISCRETE_VALUES
 
     def equal(self, value: str) -> np.ndarray:
         """Per row, whether this column's value equals ``value`` (compared normalized)."""

@@ -84,16 +84,73 @@ class _Fit:
     leaves: np.ndarray | None
     """Each row's leaf in each tree (rows × trees); None: no forest, every row weighs the same."""
 
+    @cached_property
+    def _nodes(self) -> tuple[np.ndarray, ...]:
+        """Every tree's nodes side by side (trees × nodes, padded with leaves): left and right
+        child, split feature, threshold, and where a missing value goes."""
+        trees = [tree.tree_ for tree in self.trees]
+        width = max(t.node_count for t in trees)
+
+        def stack(field: str, fill: float, dtype: type) -> np.ndarray:
+            out = np.full((len(trees), width), fill, dtype=dtype)
+            for i, t in enumerate(trees):
+                out[i, : t.node_count] = getattr(t, field)
+            return out
+
+        return (
+            stack("children_left", -1, np.int64),
+            stack("children_right", -1, np.int64),
+            np.maximum(stack("feature", 0, np.int64), 0),  # a leaf's feature is -2
+            stack("threshold", 0.0, np.float64),
+            stack("missing_go_to_left", 1, np.bool_),
+        )
+
+    @cached_property
+    def _members(self) -> list[dict[int, np.ndarray]]:
+        """Per tree, the rows (positions among ``rows``) in each of its leaves."""
+        assert self.leaves is not None
+        members = []
+        for leaves in self.leaves.T:
+            order = np.argsort(leaves, kind="stable")
+            ids, starts = np.unique(leaves[order], return_index=True)
+            ends = [*starts[1:].tolist(), order.size]
+            members.append(
+                {
+                    int(leaf): order[start:end]
+                    for leaf, start, end in zip(ids.tolist(), starts.tolist(), ends, strict=True)
+                }
+            )
+        return members
+
+    def query_leaves(self, x: np.ndarray) -> np.ndarray:
+        """The leaf of the one-row query ``x`` (float32, as the trees were fitted) in each
+        tree: scikit-learn's ``apply`` walked in all trees at once, a level per step (one
+        Python call per tree cost more than the rest of a forest answer)."""
+        left, right, feature, threshold, missing_left = self._nodes
+        trees = np.arange(len(self.trees))
+        node = np.zeros(len(self.trees), dtype=np.int64)
+        while True:
+            inner = left[trees, node] >= 0
+            if not inner.any():
+                return node
+            value = x[0, feature[trees, node]].astype(np.float64)
+            go_left = np.where(
+                np.isnan(value), missing_left[trees, node], value <= threshold[trees, node]
+            )
+            step = np.where(go_left, left[trees, node], right[trees, node])
+            node = np.where(inner, step, node)
+
     def weights(self, x: np.ndarray, allowed: np.ndarray) -> np.ndarray:
         """Each row's weight for the query ``x`` (summing to 1 over the ``allowed`` rows);
         uniform over them when no tree puts an allowed row in the query's leaf."""
         weights = np.zeros(self.rows.size)
         if self.leaves is not None:
-            query = np.array([tree.apply(x, check_input=False)[0] for tree in self.trees])
-            same = (self.leaves == query) & allowed[:, None]
-            sizes = same.sum(axis=0)
-            used = sizes > 0
-            weights = (same[:, used] / sizes[used]).sum(axis=1)
+            for leaf, members in zip(self.query_leaves(x).tolist(), self._members, strict=True):
+                held = members.get(leaf)
+                if held is not None:
+                    held = held[allowed[held]]
+                    if held.size:
+                        weights[held] += 1.0 / held.size
         if weights.sum() <= 0:
             weights = allowed.astype(float)
         total = weights.sum()
