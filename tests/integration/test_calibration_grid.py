@@ -3,59 +3,46 @@
 from __future__ import annotations
 
 import csv
-import os
-import subprocess
-import sys
+import io
+from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
-from harness import ONE_PROCESS, seed_store
+from harness import ONE_PROCESS, run_here
 
-ROOT = Path(__file__).resolve().parents[2]
+from tabmem.cli import calibration
+
 MODELS = "oracle-memorizer,oracle-learner,oracle-null"
 
 
-def _run(args: list[str], outputs: Path) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        [sys.executable, *args],
-        cwd=ROOT,
-        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+def sweep(outputs: Path, *overrides: str) -> None:
+    """A quiet sweep into ``outputs``, in this process; it must succeed."""
+    done = run_here(outputs, *overrides, ONE_PROCESS)
     assert done.returncode == 0, done.stderr[-3000:]
-    return done
+
+
+def calibration_table(outputs: Path) -> tuple[Path, str]:
+    """``tabmem calibration`` over the sweep's store: its folder and what it printed."""
+    out, printed = outputs / "calibration", io.StringIO()
+    with redirect_stdout(printed):
+        status = calibration([f"--tracking-uri=sqlite:///{outputs / 'mlflow.db'}", f"--out={out}"])
+    assert status == 0, printed.getvalue()[-3000:]
+    return out, printed.getvalue()
 
 
 @pytest.fixture(scope="module")
 def table(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, list[dict], str]:
     outputs = tmp_path_factory.mktemp("outputs")
-    seed_store(outputs / "mlflow.db")
-    common = [f"outputs_dir={outputs}", "progress=false", "show_queries=false"]
-    _run(
-        [
-            "run.py",
-            "-m",
-            f"model={MODELS}",
-            "dataset=iris",
-            "transform=original,twin",
-            "test=header",
-            "experiment=calibrate",
-            ONE_PROCESS,
-            *common,
-        ],
+    sweep(
         outputs,
+        "-m",
+        f"model={MODELS}",
+        "dataset=iris",
+        "transform=original,twin",
+        "test=header",
+        "experiment=calibrate",
     )
-    out = outputs / "calibration"
-    printed = _run(
-        [
-            "scripts/calibration_table.py",
-            f"--tracking-uri=sqlite:///{outputs / 'mlflow.db'}",
-            f"--out={out}",
-        ],
-        outputs,
-    ).stdout
+    out, printed = calibration_table(outputs)
     with (out / "calibration.csv").open() as handle:
         rows = {row["test"]: row for row in csv.DictReader(handle)}
     with (out / "calibration_cells.csv").open() as handle:

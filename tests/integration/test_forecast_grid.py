@@ -8,18 +8,14 @@ which knows nothing, must not.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from harness import ONE_PROCESS, seed_store
+from harness import ONE_PROCESS, run_here
 from mlflow.tracking import MlflowClient
 
 from tabmem.report.forecast_table import forecast_table
 
-ROOT = Path(__file__).resolve().parents[2]
 GRID = [
     "-m",
     "model=oracle-memorizer,oracle-null",
@@ -35,24 +31,7 @@ GRID = [
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
     outputs = tmp_path_factory.mktemp("outputs")
-    seed_store(outputs / "mlflow.db")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "run.py",
-            *GRID,
-            f"outputs_dir={outputs}",
-            ONE_PROCESS,
-            "progress=false",
-            "show_queries=false",
-            "experiment=forecast-test",
-        ],
-        cwd=ROOT,
-        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    result = run_here(outputs, *GRID, ONE_PROCESS, "experiment=forecast-test")
     assert result.returncode == 0, result.stderr[-3000:]
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("forecast-test")

@@ -8,15 +8,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from harness import ONE_PROCESS, run_tabmem
+from harness import ONE_PROCESS, run_here
 from mlflow.tracking import MlflowClient
 
-ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENT = "learning-test"
 
 
 def run_cells(outputs: Path, *args: str) -> subprocess.CompletedProcess:
-    return run_tabmem(outputs, *args, f"experiment={EXPERIMENT}", timeout=600)
+    return run_here(outputs, *args, f"experiment={EXPERIMENT}")
 
 
 def runs(outputs: Path) -> tuple[dict[tuple[str, str, str], object], MlflowClient]:

@@ -3,38 +3,19 @@ not_applicable cells (with the reason), logged as finished runs, never failures.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-from harness import ONE_PROCESS, seed_store
+from harness import ONE_PROCESS, run_here
 from mlflow.tracking import MlflowClient
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_logprob_tests_are_not_applicable_on_a_model_without_logprobs(tmp_path):
-    seed_store(tmp_path / "mlflow.db")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "run.py",
-            "-m",
-            "model=oracle-memorizer",
-            "dataset=iris,titanic",
-            "test=min_k_prob,row_order",
-            f"outputs_dir={tmp_path}",
-            "progress=false",
-            "show_queries=false",
-            "experiment=logprob-test",
-            ONE_PROCESS,
-        ],
-        cwd=ROOT,
-        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-        capture_output=True,
-        text=True,
-        timeout=600,
+    result = run_here(
+        tmp_path,
+        "-m",
+        "model=oracle-memorizer",
+        "dataset=iris,titanic",
+        "test=min_k_prob,row_order",
+        "experiment=logprob-test",
+        ONE_PROCESS,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "4 finished, 0 skipped, 0 failed" in result.stdout

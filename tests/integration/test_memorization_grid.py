@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from harness import ONE_PROCESS, seed_store, settings_of
+from harness import ONE_PROCESS, run_here, settings_of
 from mlflow.tracking import MlflowClient
 
-ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENT = "memorization-grid"
 MODELS = ("oracle-memorizer", "oracle-marginal", "oracle-null")
 DATASETS = ("openml-diabetes",)
@@ -22,26 +18,14 @@ TESTS = ("header", "row_completion", "feature_completion", "first_token")
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     outputs = tmp_path_factory.mktemp("outputs")
-    seed_store(outputs / "mlflow.db")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "run.py",
-            "-m",
-            f"model={','.join(MODELS)}",
-            f"dataset={','.join(DATASETS)}",
-            "test=memorization",
-            f"outputs_dir={outputs}",
-            "progress=false",
-            "show_queries=false",
-            f"experiment={EXPERIMENT}",
-            ONE_PROCESS,
-        ],
-        cwd=ROOT,
-        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-        capture_output=True,
-        text=True,
-        timeout=900,
+    done = run_here(
+        outputs,
+        "-m",
+        f"model={','.join(MODELS)}",
+        f"dataset={','.join(DATASETS)}",
+        "test=memorization",
+        f"experiment={EXPERIMENT}",
+        ONE_PROCESS,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")

@@ -6,40 +6,23 @@ from __future__ import annotations
 import csv
 
 import pytest
-from harness import ONE_PROCESS, seed_store
-from test_calibration_grid import _run
+from test_calibration_grid import calibration_table, sweep
 
 
 @pytest.fixture(scope="module")
 def power(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], list[dict]]:
     outputs = tmp_path_factory.mktemp("outputs")
-    seed_store(outputs / "mlflow.db")
-    _run(
-        [
-            "run.py",
-            "+grid=power",
-            "test=calibration_rows",
-            "test.suite=[row_completion]",
-            "model.recall.share=0.0,0.6",
-            "seed=0,1",
-            "dataset=wine",
-            f"outputs_dir={outputs}",
-            "progress=false",
-            "show_queries=false",
-            "tracking.traces=false",
-            ONE_PROCESS,
-        ],
+    sweep(
         outputs,
+        "+grid=power",
+        "test=calibration_rows",
+        "test.suite=[row_completion]",
+        "model.recall.share=0.0,0.6",
+        "seed=0,1",
+        "dataset=wine",
+        "tracking.traces=false",
     )
-    out = outputs / "calibration"
-    _run(
-        [
-            "scripts/calibration_table.py",
-            f"--tracking-uri=sqlite:///{outputs / 'mlflow.db'}",
-            f"--out={out}",
-        ],
-        outputs,
-    )
+    out, _ = calibration_table(outputs)
     assert (out / "power.png").stat().st_size > 0
     with (out / "power.csv").open() as handle:
         table = list(csv.DictReader(handle))

@@ -5,19 +5,15 @@ in-process (tests/unit/test_probes_tests.py) and in the acceptance grid (docs/pr
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from harness import ONE_PROCESS, seed_store
+from harness import ONE_PROCESS, run_here
 from mlflow.tracking import MlflowClient
 
 from tabmem.report.probes_table import probes_tables
 from tabmem.tracking.runs import load_runs
 
-ROOT = Path(__file__).resolve().parents[2]
 EXPERIMENT = "probes-grid"
 MODELS = ("oracle-memorizer",)
 TRANSFORMS = ("original", "obfuscated")
@@ -28,29 +24,17 @@ N = 20
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     outputs = tmp_path_factory.mktemp("outputs")
-    seed_store(outputs / "mlflow.db")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "run.py",
-            "-m",
-            f"model={','.join(MODELS)}",
-            "dataset=iris",
-            f"transform={','.join(TRANSFORMS)}",
-            "test=probes",
-            f"test.completion_choice.n_queries={N}",
-            f"test.existence.n_queries={N}",
-            f"outputs_dir={outputs}",
-            ONE_PROCESS,
-            "progress=false",
-            "show_queries=false",
-            f"experiment={EXPERIMENT}",
-        ],
-        cwd=ROOT,
-        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-        capture_output=True,
-        text=True,
-        timeout=600,
+    done = run_here(
+        outputs,
+        "-m",
+        f"model={','.join(MODELS)}",
+        "dataset=iris",
+        f"transform={','.join(TRANSFORMS)}",
+        "test=probes",
+        f"test.completion_choice.n_queries={N}",
+        f"test.existence.n_queries={N}",
+        ONE_PROCESS,
+        f"experiment={EXPERIMENT}",
     )
     assert done.returncode == 0, done.stderr[-3000:]
     uri = f"sqlite:///{outputs / 'mlflow.db'}"

@@ -7,10 +7,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from harness import run_tabmem
+from harness import ONE_PROCESS, run_here
 from mlflow.tracking import MlflowClient
 
-ROOT = Path(__file__).resolve().parents[2]
 GRID = [
     "-m",
     "model=oracle-memorizer,oracle-marginal,oracle-null",
@@ -20,7 +19,7 @@ GRID = [
 
 
 def run_cells(outputs: Path, *args: str) -> subprocess.CompletedProcess:
-    return run_tabmem(outputs, *args, "experiment=sweep-test", timeout=600)
+    return run_here(outputs, *args, "experiment=sweep-test", ONE_PROCESS)
 
 
 def runs_by_cell(outputs: Path) -> dict[tuple[str, str], object]:
