@@ -1,5 +1,5 @@
 """Helpers for grids against a local server: model configs written at test time, a run.py
-sweep as a subprocess, and its MLflow runs read back."""
+sweep as a subprocess or in this process, and its MLflow runs read back."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from harness import seed_store
+from harness import run_here, seed_store
 from mlflow.tracking import MlflowClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,6 +68,15 @@ def run_sweep(
         text=True,
         timeout=600,
     )
+
+
+def sweep_here(
+    outputs: Path, conf: Path | None, experiment: str, *args: str, **env: str
+) -> subprocess.CompletedProcess:
+    """``run_sweep`` in this process (``harness.run_here``), for a sweep whose subject is not
+    the process; ``env`` is added to the environment while it runs."""
+    searchpath = [f"hydra.searchpath=[file://{conf}]"] if conf is not None else []
+    return run_here(outputs, *args, f"experiment={experiment}", *searchpath, env=env)
 
 
 def mlflow_runs(outputs: Path, experiment: str) -> tuple[list[Any], MlflowClient]:

@@ -16,7 +16,15 @@ from pathlib import Path
 
 import pytest
 from batch_server import BatchServer
-from flaky_grid import ROOT, mlflow_runs, run_sweep, sweep_command, sweep_env, write_model_config
+from flaky_grid import (
+    ROOT,
+    mlflow_runs,
+    run_sweep,
+    sweep_command,
+    sweep_env,
+    sweep_here,
+    write_model_config,
+)
 from harness import ONE_PROCESS
 
 from tabmem.data import dataset_specs, load_dataset
@@ -39,7 +47,7 @@ def live(tmp_path_factory, datasets) -> tuple[Path, int]:
     folder = tmp_path_factory.mktemp("live")
     with BatchServer(datasets) as server:
         write_model_config(folder / "conf", "m", server.base_url, timeout=30)
-        done = run_sweep(folder / "outputs", folder / "conf", EXPERIMENT, *GRID, ONE_PROCESS)
+        done = sweep_here(folder / "outputs", folder / "conf", EXPERIMENT, *GRID, ONE_PROCESS)
         assert done.returncode == 0, done.stderr[-3000:]
         return folder / "outputs", server.request_count
 
@@ -64,7 +72,9 @@ def test_a_batched_grid_gives_the_verdicts_and_scores_of_the_live_one(tmp_path, 
     conf = tmp_path / "conf"
     with BatchServer(datasets) as server:
         write_model_config(conf, "m", server.base_url, batch_poll_seconds=0.1, timeout=30)
-        batched = run_sweep(tmp_path / "batched", conf, EXPERIMENT, *GRID, "batch=true")
+        batched = sweep_here(
+            tmp_path / "batched", conf, EXPERIMENT, *GRID, "batch=true", ONE_PROCESS
+        )
         assert batched.returncode == 0, batched.stderr[-3000:]
         assert server.request_count == 0  # nothing asked live in batch mode
         assert len(server.batches) >= 2 and server.lines_answered == asked_live
@@ -122,7 +132,9 @@ def test_anthropic_message_batches_give_the_scores_of_live_queries(tmp_path, dat
             timeout=30,
         )
         claude_grid = ("-m", "model=claude", *GRID[2:])
-        batched = run_sweep(tmp_path / "batched", conf, EXPERIMENT, *claude_grid, "batch=true")
+        batched = sweep_here(
+            tmp_path / "batched", conf, EXPERIMENT, *claude_grid, "batch=true", ONE_PROCESS
+        )
         assert batched.returncode == 0, batched.stderr[-3000:]
         assert server.request_count == 0  # nothing asked live in batch mode
         assert {b["type"] for b in server.batches.values()} == {"message_batch"}

@@ -16,7 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from flaky_grid import mlflow_runs, run_sweep, write_model_config
+from flaky_grid import mlflow_runs, sweep_here, write_model_config
 from harness import ONE_PROCESS
 from mlflow.tracking import MlflowClient
 
@@ -46,7 +46,7 @@ def sweep(tmp_path_factory):
             # no hangs here: a long timeout, so that a busy machine's slow answer is not retried
             # until the query gives up
             write_model_config(conf, name, server.base_url, served=served, timeout=30, **extra)
-        result = run_sweep(
+        result = sweep_here(
             outputs,
             conf,
             EXPERIMENT,
