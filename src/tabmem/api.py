@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tabmem.errors import ConfigError, DatasetError
+from tabmem.suites import is_suite
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -180,7 +181,7 @@ def run(
     cfg, outcomes = _run_outcomes(
         model, dataset, test, transform, name, model_name, force, quiet, overrides
     )
-    if not cfg.test.get("suite"):
+    if not is_suite(cfg.test):
         return _results(cfg, outcomes, datasets=False)[0]
     return _results(cfg, outcomes)
 

@@ -72,10 +72,9 @@ def batch_dir(cfg: Any) -> Path | None:
 
 def test_plan(test_cfg: Any) -> list[tuple[str, Any]]:
     """The tests a cell runs: one, or each member of a suite such as ``test=memorization``."""
-    suite = test_cfg.get("suite")
-    if not suite:
-        return [(str(test_cfg.name), test_cfg)]
-    return [(str(name), test_cfg[name]) for name in suite]
+    from tabmem.suites import suite_plan
+
+    return suite_plan(test_cfg)
 
 
 def skip_reason(cfg: Any, test: str) -> str:

@@ -29,6 +29,7 @@ from tabmem.jobs import (
     skip_reason,
     test_plan,
 )
+from tabmem.suites import is_suite
 from tabmem.tracking.naming import run_description, run_title
 from tabmem.tracking.store import StoredRun, TrackingStore
 
@@ -181,7 +182,7 @@ def run_cell(
 
         plan_cell(cfg, job_dir, console)
         return []
-    suite = str(cfg.test.name) if cfg.test.get("suite") else ""
+    suite = str(cfg.test.name) if is_suite(cfg.test) else ""
     pending: list[tuple[Cell, dict[str, Any], Any]] = []
     outcomes: list[CellOutcome] = []
     for name, test_cfg in test_plan(cfg.test):  # finished tests first: no data, model or MLflow

@@ -16,7 +16,7 @@ def power(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict], list[di
         outputs,
         "+grid=power",
         "test=calibration_rows",
-        "test.suite=[row_completion]",
+        "+test.suite=[row_completion]",
         "model.recall.share=0.0,0.6",
         "seed=0,1",
         "dataset=wine",

@@ -1,7 +1,7 @@
 """Every ``conf/test/*.yaml`` runs: a single test's file names a registered test (the same
 name as the file) and loads into that test's typed settings (every field it declares, nothing
-else), every declared setting is read, and a suite lists registered tests, each composed under
-its own name."""
+else), every declared setting is read, and a suite lists registered tests once: composed under
+their own names, or named by the claims they make."""
 
 import ast
 import inspect
@@ -13,7 +13,11 @@ import yaml
 from omegaconf import OmegaConf
 
 from tabmem.api import compose_config
-from tabmem.battery.base import registry
+from tabmem.battery.base import CLAIMS, registry
+from tabmem.errors import ConfigError
+from tabmem.jobs import test_plan as plan_of
+from tabmem.report.calibration import claiming_in_order
+from tabmem.suites import suite_members
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "test"
 FILES = sorted(CONF.glob("*.yaml"))
@@ -24,13 +28,13 @@ def test_the_config_names_registered_tests(path):
     config = yaml.safe_load(path.read_text())
     assert config["name"] == path.stem
     tests = registry()
-    if "suite" not in config:
+    members = suite_members(config)
+    if members is None:
         assert config["name"] in tests
         return
-    members = [entry for entry in config.get("defaults", []) if isinstance(entry, str)]
-    composed = {entry.split("@")[1] for entry in members if "@" in entry}
-    assert set(config["suite"]) <= set(tests)
-    assert set(config["suite"]) <= composed
+    assert "suite" not in config, "a suite lists its members once: its defaults or its claims"
+    assert set(members) <= set(tests)
+    assert set(config.get("claims") or []) <= set(CLAIMS)
 
 
 def test_every_registered_test_has_a_config():
@@ -54,8 +58,12 @@ def settings_class(name: str) -> type:
     return registry()[name].__self__.settings
 
 
+def plain(node: object) -> dict:
+    return OmegaConf.to_container(node, resolve=True)
+
+
 def composed(overrides: list[str]) -> dict:
-    return OmegaConf.to_container(compose_config(overrides).test, resolve=True)
+    return plain(compose_config(overrides).test)
 
 
 @pytest.mark.parametrize("name", sorted(registry()))
@@ -78,11 +86,23 @@ def test_the_config_loads_into_the_tests_typed_settings(name):
     ids=lambda o: o[0],
 )
 def test_suites_and_grid_parts_load_into_each_members_settings(overrides):
-    config = composed(overrides)
-    members = config.get("suite") or [config["name"]]
-    for name in members:
-        section = config[name] if "suite" in config else config
-        assert settings_class(name).load(section).name == name
+    for name, section in plan_of(compose_config(overrides).test):
+        assert settings_class(name).load(plain(section)).name == name
+
+
+def test_a_suite_of_claims_runs_every_test_that_makes_them_with_its_own_counts():
+    plan = dict(plan_of(compose_config(["test=lab_rows"]).test))
+    assert list(plan) == claiming_in_order("rows_seen")
+    assert plan["row_completion"]["n_queries"] == 20  # lab_rows' own count ...
+    assert plan["header"] == plain(compose_config(["test=header"]).test)  # ... else the test's
+    chosen = plan_of(compose_config(["test=calibration_rows", "+test.suite=[sample]"]).test)
+    assert [name for name, _ in chosen] == ["sample"]
+
+
+def test_a_suite_refuses_a_section_for_a_test_it_does_not_run():
+    cfg = compose_config(["test=calibration_rows", "+test.feature_names={n_queries: 3}"])
+    with pytest.raises(ConfigError, match="feature_names"):
+        plan_of(cfg.test)
 
 
 def attributes_and_strings(path: Path) -> set[str]:

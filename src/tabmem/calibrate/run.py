@@ -45,6 +45,7 @@ from tabmem.calibrate.tables import (
     power_markdown,
     power_rows,
 )
+from tabmem.jobs import test_plan
 from tabmem.llm.oracle import ORACLES
 from tabmem.llm.oracle.partial import RESTS, Recall
 
@@ -145,11 +146,11 @@ def compose_world(size: Size) -> World:
     the transforms', and the reference models' prompt form and context window (one for all:
     the plan of a test is shared between its models)."""
     tests = size.tests or rows_seen_tests()
-    default = plain(compose_config([SETTINGS["default"]]).test)
+    default = dict(test_plan(compose_config([SETTINGS["default"]]).test))
     settings = {}
     for setting in size.settings:
-        suite = plain(compose_config([SETTINGS[setting]]).test)
-        settings[setting] = {t: suite.get(t, default[t]) for t in tests}
+        suite = dict(test_plan(compose_config([SETTINGS[setting]]).test))
+        settings[setting] = {t: plain(suite.get(t, default[t])) for t in tests}
     datasets = {d: plain(compose_config([f"dataset={d}"]).dataset) for d in size.datasets}
     transforms = {
         t: plain(compose_config([f"transform={t}"]).transform) for t in ("original", "twin")
@@ -343,16 +344,16 @@ def read_cells(path: Path) -> list[dict[str, Any]]:
 
 
 def _plain_progress(console: Console, total: int, started: float) -> Callable[[int], None]:
-    """Where the console is no terminal (a log file), a line at every tenth of the cells, so
-    a long run shows how far it is; on a terminal the progress bar shows it."""
-    done, shown = [0], [0]
+    """Where the console is no terminal (a log file), a line at most once a minute as jobs
+    finish, so a long run shows how far it is; on a terminal the progress bar shows it."""
+    done, shown = [0], [started]
 
     def log(n: int) -> None:
         done[0] += n
-        tenth = done[0] * 10 // max(total, 1)
-        if not console.is_terminal and tenth > shown[0]:
-            shown[0] = tenth
-            console.print(f"{done[0]}/{total} cells, {time.perf_counter() - started:.0f} s")
+        now = time.perf_counter()
+        if not console.is_terminal and (now - shown[0] >= 60 or done[0] == total):
+            shown[0] = now
+            console.print(f"{done[0]}/{total} cells, {now - started:.0f} s")
 
     return log
 

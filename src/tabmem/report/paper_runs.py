@@ -24,6 +24,7 @@ import yaml
 
 from tabmem.battery.base import claiming, reading_datasets
 from tabmem.paths import conf_dir
+from tabmem.suites import suite_members
 from tabmem.tracking.runs import latest_finished, load_runs
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
@@ -43,7 +44,7 @@ def suite_tests(suite: str) -> tuple[str, ...]:
     """The member tests of a suite the paper grid runs (``conf/test/<suite>.yaml``, the one
     list of them: ``memorization``, ``knowledge``), in the suite's order."""
     config = yaml.safe_load((conf_dir() / "test" / f"{suite}.yaml").read_text())
-    return tuple(config["suite"])
+    return suite_members(config) or ()
 
 
 def tabular_tests() -> list[str]:

@@ -23,6 +23,7 @@ from tabmem.rescore.layouts import FORMATS
 if TYPE_CHECKING:
     from tabmem.report.dataset_verdicts import DatasetOutcome
 from tabmem.rescore.run import run_rescore
+from tabmem.suites import is_suite
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
@@ -138,7 +139,7 @@ def _run_config(file: Path) -> dict[str, Any]:
     return {
         "--dataset": data_path if data_path and name not in dataset_specs() else name,
         "data_path": data_path,
-        "--test": None if test.get("suite") else test.get("name"),
+        "--test": None if is_suite(test) else test.get("name"),
         "--model-name": (cfg.get("model") or {}).get("name"),
         "transform": (cfg.get("transform") or {}).get("name"),
         "seed": cfg.get("seed"),

@@ -15,6 +15,7 @@ from tabmem.errors import ConfigError
 from tabmem.rescore.core import Located, rescore
 from tabmem.rescore.layouts import guess_format, read_transcript
 from tabmem.results import TestResult
+from tabmem.suites import is_suite
 
 
 @dataclass
@@ -74,7 +75,7 @@ def run_rescore(
         f"force={'true' if force else 'false'}",
     ]
     cfg = compose_config(overrides)
-    if cfg.test.get("suite"):
+    if is_suite(cfg.test):
         raise ConfigError(f"Rescoring takes one test; '{test_name}' is a suite.")
     implied = test.settings_for(lines)
     given = dict(setting(s) for s in settings)
