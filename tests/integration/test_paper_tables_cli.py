@@ -1,59 +1,41 @@
 """The paper grid's parts as a real Hydra sweep (reference model, a baseline, a shipped and a
-user-provided dataset), then scripts/paper_tables.py on the store it wrote."""
+user-provided dataset), then ``tabmem tables`` (scripts/paper_tables.py) on the store it wrote,
+both in this process."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from harness import seed_store
+from harness import ONE_PROCESS, call_here, run_here
 from mlflow.tracking import MlflowClient
 
-ROOT = Path(__file__).resolve().parents[2]
+from tabmem.cli import tables
+
 EXPERIMENT = "paper-cli"
-ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-
-
-def run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, *args], cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=timeout
-    )
 
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
     outputs = tmp_path_factory.mktemp("outputs")
-    seed_store(outputs / "mlflow.db")
-    sweep = run(
-        "run.py",
+    sweep = run_here(
+        outputs,
         "-m",
         "+paper=memorization,fewshot-original",
         "model=oracle-memorizer,logistic-regression",
         "dataset=iris,fico",
         "+skip_unrunnable=true",
-        "hydra/launcher=basic",  # one process: the cells are small, imports dominate
-        f"outputs_dir={outputs}",
+        ONE_PROCESS,
         f"experiment={EXPERIMENT}",
-        "progress=false",
-        "show_queries=false",
     )
     assert sweep.returncode == 0, sweep.stderr[-3000:]
     uri = f"sqlite:///{outputs / 'mlflow.db'}"
-    tables = run(
-        "scripts/paper_tables.py",
-        "--tracking-uri",
-        uri,
-        "--experiment",
-        EXPERIMENT,
-        "--out",
-        str(outputs / "paper"),
+    written = call_here(
+        tables, "--tracking-uri", uri, "--experiment", EXPERIMENT, "--out", str(outputs / "paper")
     )
-    assert tables.returncode == 0, tables.stderr[-3000:]
-    return outputs, uri, " ".join(sweep.stdout.split()), tables.stdout
+    assert written.returncode == 0, written.stderr[-3000:]
+    return outputs, uri, " ".join(sweep.stdout.split()), written.stdout
 
 
 def read(out: Path, name: str) -> pd.DataFrame:
@@ -98,13 +80,11 @@ def test_tables_come_from_the_sweep_and_name_what_is_missing(swept):
 
 
 def test_help_and_a_missing_store(tmp_path):
-    helped = run("scripts/paper_tables.py", "--help", timeout=120)
+    helped = call_here(tables, "--help")
     assert helped.returncode == 0
     for option in ("--tracking-uri", "--experiment", "--models", "--out"):
         assert option in helped.stdout
-    missing = run(
-        "scripts/paper_tables.py", "--tracking-uri", f"sqlite:///{tmp_path}/none.db", timeout=120
-    )
+    missing = call_here(tables, "--tracking-uri", f"sqlite:///{tmp_path}/none.db")
     assert missing.returncode == 1
     assert missing.stderr.startswith("error: No MLflow store at")
     assert not (tmp_path / "none.db").exists()

@@ -1,15 +1,13 @@
-"""The Python API runs the CLI's cells: the same MLflow record as ``python run.py``, finished
-cells read back, DataFrames as datasets and Python callables as models (oracle models, small
-query counts, temporary outputs)."""
+"""The Python API runs the CLI's cells: the same MLflow record as ``python run.py`` (Hydra's
+command line, here in this process), finished cells read back, DataFrames as datasets and Python
+callables as models (oracle models, small query counts, temporary outputs)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
-from harness import seed_store
+from harness import run_here
 from mlflow.tracking import MlflowClient
 
 import tabmem
@@ -29,19 +27,8 @@ def only_run(outputs: Path):
 
 def test_api_and_cli_log_the_same_cell(tmp_path: Path) -> None:
     cli_out, api_out = tmp_path / "cli", tmp_path / "api"
-    seed_store(cli_out / "mlflow.db")
-    subprocess.run(
-        [
-            sys.executable,
-            "run.py",
-            *(f"{k}={v}" for k, v in CELL.items()),
-            *("test.n_queries=4", f"outputs_dir={cli_out}", "progress=false"),
-            "show_queries=false",
-        ],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-    )
+    cli_done = run_here(cli_out, *(f"{k}={v}" for k, v in CELL.items()), "test.n_queries=4")
+    assert cli_done.returncode == 0, cli_done.stderr[-3000:]
     result = tabmem.run(**CELL, test__n_queries=4, outputs_dir=str(api_out), **QUIET)
     cli, api = only_run(cli_out), only_run(api_out)
     assert api.info.run_id == result.run_id

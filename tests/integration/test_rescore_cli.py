@@ -1,6 +1,7 @@
 """Rescoring through the CLI: a real sweep's queries.json, exported from MLflow and rescored
-with ``python -m tabmem.rescore``, gives the live run's counts, statistic and verdict; a
-published-layout CSV is rescored and reported beside live runs by the paper tables."""
+with ``python -m tabmem.rescore`` (its ``main``, in this process), gives the live run's counts,
+statistic and verdict; a published-layout CSV is rescored and reported beside live runs by the
+paper tables."""
 
 from __future__ import annotations
 
@@ -10,23 +11,25 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from harness import ONE_PROCESS, run_python, run_tabmem
+from harness import ONE_PROCESS, call_here, run_here
 from mlflow.tracking import MlflowClient
 
+from tabmem.cli import tables
 from tabmem.data import dataset_specs, load_dataset
+from tabmem.rescore.cli import main as rescore
 from tabmem.tracking.runs import load_runs
 
 TESTS = ("row_completion", "first_token", "feature_completion")
 
 
 def rescore_cli(*args: str) -> subprocess.CompletedProcess:
-    return run_python("-m", "tabmem.rescore", *args, timeout=600)
+    return call_here(rescore, *args)
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     outputs = tmp_path_factory.mktemp("outputs")
-    done = run_tabmem(
+    done = run_here(
         outputs,
         "-m",
         "model=oracle-memorizer,oracle-learner",
@@ -104,13 +107,14 @@ def test_a_published_transcript_is_rescored_and_shown_by_the_paper_tables(store,
     metrics = MlflowClient(uri).get_run(run.run_id).data.metrics
     assert (metrics["n_hits"], metrics["n_queries"], metrics["queries_not_located"]) == (10, 20, 1)
     paper = tmp_path / "paper"
-    tables = run_python("scripts/paper_tables.py", f"--tracking-uri={uri}", f"--out={paper}")
-    assert tables.returncode == 0, tables.stderr[-3000:]
+    written = call_here(tables, f"--tracking-uri={uri}", f"--out={paper}")
+    assert written.returncode == 0, written.stderr[-3000:]
     shown = "\n".join(p.read_text() for p in paper.glob("*.md"))
     assert "transcribed-model" in shown
 
 
-def test_an_unknown_dataset_is_a_one_line_error(tmp_path):
+def test_an_unknown_dataset_is_a_one_line_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where its default outputs folder would be
     path = tmp_path / "t.csv"
     path.write_text("prefix,suffix,response\na,b,c\n")
     done = rescore_cli(str(path), "--dataset=nope", "--test=row_completion", "--model-name=m")

@@ -8,11 +8,12 @@ import random
 
 import pandas as pd
 import pytest
-from harness import run_python
+from harness import call_here, run_python
 from mlflow.tracking import MlflowClient
 
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.prompts.observations import row_values
+from tabmem.rescore.cli import main as rescore
 from tabmem.rescore.folder import FileOutcome
 from tabmem.rescore.marks import PaperMarks, comparison, default_marks
 from tabmem.tracking.runs import load_runs
@@ -75,13 +76,8 @@ def rescored(tmp_path_factory):
     root = tmp_path_factory.mktemp("published")
     write_tree(root)
     store = tmp_path_factory.mktemp("store")
-    done = run_python(
-        "-m",
-        "tabmem.rescore",
-        f"--folder={root}",
-        f"--outputs-dir={store}",
-        "--experiment=published",
-        timeout=900,
+    done = call_here(
+        rescore, f"--folder={root}", f"--outputs-dir={store}", "--experiment=published"
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return root, store, done.stdout
