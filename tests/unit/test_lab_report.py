@@ -13,6 +13,8 @@ from tabmem.lab.report import (
     GROUP_BEFORE,
     GROUP_HELD_OUT,
     GROUP_PLANTED,
+    ground_truth_markdown,
+    ground_truth_view,
     lab_cells,
     markdown_table,
     rate_table,
@@ -137,6 +139,43 @@ def test_rate_table_by_hand():
     # exact 95 % interval of 1/3: Clopper-Pearson
     assert held["ci_low"] == pytest.approx(0.0084, abs=1e-4)
     assert held["ci_high"] == pytest.approx(0.9057, abs=1e-4)
+
+
+def test_ground_truth_sits_beside_the_tests_that_found_each_file():
+    frame = runs(
+        [
+            cell("p8", 8, "a", "evidence", planted=8, seen=8),
+            cell("p8", 8, "a", "evidence", planted=8, seen=8, test="min_k_prob"),
+            cell("p8", 8, "a", "no_evidence", planted=8, seen=8, test="first_token"),
+            cell("p8", 8, "a", "evidence", planted=8, seen=8, test="dataset"),
+            cell("p8", 8, "c", "no_evidence"),
+            cell("p0", 0, "a", "no_evidence", planted=8, seen=0),
+        ]
+    )
+    truth = pd.DataFrame(
+        {
+            "passes": [8, 8, 0],
+            "repetitions": [8, 0, 0],
+            "dataset": ["a", "c", "a"],
+            "group": ["planted", "held out", "planted"],
+            "first_rows": [150, 0, 150],
+            "loss": [0.1, 1.4, 1.3],
+            "base_loss": [1.3, 1.41, 1.3],
+            "loss_drop": [1.2, 0.01, 0.0],
+            "rows_written_back": [0.35, 0.0, 0.0],
+            "rows_n": [20, 20, 20],
+        }
+    )
+    view = ground_truth_view(truth, lab_cells(frame, "t"))
+    assert view["found_by"].tolist() == ["header, min_k_prob", "", ""]
+    assert view["dataset_verdict"].tolist() == ["evidence", "", ""]
+    lines = ground_truth_markdown(view).splitlines()
+    assert lines[2] == (
+        "| after 8 passes | a (first 150 rows) | planted | 8 | 0.100 | 1.300 | +1.200 | 7 / 20 "
+        "| header, min_k_prob | evidence |"
+    )
+    assert lines[3].startswith("| after 0 passes | a (first 150 rows) | planted | 0 |")
+    assert lines[4].endswith("| +0.010 | 0 / 20 | - | - |")  # held out last
 
 
 def test_a_file_planted_by_its_first_rows_is_named_with_their_count():

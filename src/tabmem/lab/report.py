@@ -6,6 +6,10 @@ held-out datasets on any checkpoint. Planted datasets on the base model (read 0 
 row of their own: they show whether the base model knew them before the lab planted them.
 Every rate has an exact 95 % (Clopper-Pearson) interval; with a handful of datasets the
 intervals are wide, and the table says so by showing them.
+
+Beside the rates, the ground-truth table reads "learned this much, found by these tests":
+each checkpoint × file's loss drop and rows written back (``tabmem.lab.ground_truth``) with
+the tests whose verdict was ``evidence`` and the dataset verdict.
 """
 
 from __future__ import annotations
@@ -171,6 +175,41 @@ def markdown_table(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+def ground_truth_view(truth: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
+    """The ground truth with, for each checkpoint × file, the tests that found it
+    (``found_by``: verdict ``evidence``) and its dataset verdict (test ``dataset``)."""
+    found, verdicts = [], []
+    for _, row in truth.iterrows():
+        mine = cells[(cells["passes"] == row["passes"]) & (cells["dataset"] == row["dataset"])]
+        tests = mine[mine["test"] != "dataset"]
+        found.append(", ".join(sorted(tests.loc[tests["verdict"] == "evidence", "test"])))
+        verdict = mine.loc[mine["test"] == "dataset", "verdict"]
+        verdicts.append(str(verdict.iloc[0]) if len(verdict) else "")
+    return truth.assign(found_by=found, dataset_verdict=verdicts)
+
+
+def ground_truth_markdown(view: pd.DataFrame) -> str:
+    """The ground-truth view as Markdown: planted files first, deepest checkpoint first."""
+    lines = [
+        "| checkpoint | dataset | group | times read | loss | base loss | loss drop "
+        "| rows written back | found by | dataset verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    order = view.assign(_held=view["group"] != GROUP_PLANTED)
+    order = order.sort_values(["_held", "dataset", "passes"], ascending=[True, True, False])
+    for _, r in order.iterrows():
+        name = f"{r['dataset']} (first {r['first_rows']} rows)" if r["first_rows"] else r["dataset"]
+        rows = (
+            f"{round(r['rows_written_back'] * r['rows_n'])} / {r['rows_n']}" if r["rows_n"] else "-"
+        )
+        lines.append(
+            f"| after {r['passes']} passes | {name} | {r['group']} | {r['repetitions']} "
+            f"| {r['loss']:.3f} | {r['base_loss']:.3f} | {r['loss_drop']:+.3f} | {rows} "
+            f"| {r['found_by'] or '-'} | {r['dataset_verdict'] or '-'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def rate_figure(table: pd.DataFrame) -> Any:
     """TPR against repetitions per test (with 95 % CIs); each test's FPR as a dashed line."""
     import matplotlib
@@ -208,18 +247,25 @@ def rate_figure(table: pd.DataFrame) -> Any:
     return figure
 
 
-def write_report(table: pd.DataFrame, cells: pd.DataFrame, folder: Path) -> dict[str, Path]:
-    """Rate table (Markdown, CSV), every cell (CSV) and the figure (PNG) into ``folder``."""
+def write_report(
+    table: pd.DataFrame, cells: pd.DataFrame, folder: Path, truth: pd.DataFrame
+) -> dict[str, Path]:
+    """Rate table (Markdown, CSV), every cell (CSV), the ground-truth view from
+    ``ground_truth_view`` (CSV, Markdown) and the figure (PNG) into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = {
         "table_md": folder / "tpr_fpr.md",
         "table_csv": folder / "tpr_fpr.csv",
         "cells_csv": folder / "cells.csv",
+        "ground_truth_csv": folder / "ground_truth.csv",
+        "ground_truth_md": folder / "ground_truth.md",
         "figure": folder / "tpr_by_repetitions.png",
     }
     paths["table_md"].write_text(markdown_table(table))
     table.to_csv(paths["table_csv"], index=False)
     cells.to_csv(paths["cells_csv"], index=False)
+    truth.to_csv(paths["ground_truth_csv"], index=False)
+    paths["ground_truth_md"].write_text(ground_truth_markdown(truth))
     figure = rate_figure(table)
     figure.savefig(paths["figure"], dpi=120)
     import matplotlib.pyplot as plt

@@ -1,8 +1,9 @@
 """The contamination lab end to end: plan, fine-tune, evaluate as a sweep, report the rates.
 
 Outputs go to ``<outputs>/lab/<setting>/``: ``checkpoints/p<passes>/`` (model folders),
-``conf/model/lab-<setting>-p<passes>.yaml``, ``sweep.log``, and the report (``tpr_fpr.md``,
-``tpr_fpr.csv``, ``cells.csv``, ``tpr_by_repetitions.png``). The runs are the MLflow
+``conf/model/lab-<setting>-p<passes>.yaml``, ``sweep.log``, ``ground_truth.csv`` (how much each
+checkpoint learned of each file), and the report (``tpr_fpr.md``, ``tpr_fpr.csv``,
+``cells.csv``, ``ground_truth.md``, ``tpr_by_repetitions.png``). The runs are the MLflow
 experiment ``lab-<setting>``, with one more run holding the report.
 """
 
@@ -14,6 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from omegaconf import OmegaConf
@@ -21,9 +23,16 @@ from omegaconf import OmegaConf
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.errors import ConfigError
 from tabmem.lab.evaluate import Sweep, run_sweep, sweep_command
+from tabmem.lab.ground_truth import ground_truth_table
 from tabmem.lab.models import base_model_config, base_weights, write_model_configs
 from tabmem.lab.plan import LabPlan, load_lab_config, make_plan
-from tabmem.lab.report import lab_cells, markdown_table, rate_table, write_report
+from tabmem.lab.report import (
+    ground_truth_view,
+    lab_cells,
+    markdown_table,
+    rate_table,
+    write_report,
+)
 from tabmem.lab.train import fine_tune
 from tabmem.tracking.runs import load_runs
 from tabmem.tracking.store import TrackingStore, tracking_uri
@@ -40,6 +49,7 @@ class LabOutcome:
     cells: pd.DataFrame
     files: dict[str, Path]
     seconds: dict[str, float]
+    ground_truth: pd.DataFrame
 
 
 def fingerprint(cfg: object) -> str:
@@ -82,15 +92,20 @@ def run_lab(
     started = time.monotonic()
     folder = root / "checkpoints"
     checkpoints = _checkpoints(folder, plan, stamp)
+    texts = {d: load_dataset(specs[d]) for d in [*plan.planted, *plan.held_out]}
+    planted = {d: plan.planted_text(texts[d]) for d in plan.planted}
     if checkpoints is None:
         base_cfg = base_model_config(str(cfg.base_model))
         weights = base_weights(base_cfg, outputs_dir.resolve() / "weights")
-        texts = {d: plan.planted_text(load_dataset(specs[d])) for d in plan.planted}
-        checkpoints = fine_tune(plan, texts, weights, cfg.training, folder, int(cfg.seed), log)
+        checkpoints = fine_tune(plan, planted, weights, cfg.training, folder, int(cfg.seed), log)
         (folder / STAMP).write_text(stamp)
     else:
         log(f"reusing the checkpoints in {folder} (same lab setting)")
     seconds["train"] = time.monotonic() - started
+    started = time.monotonic()
+    files_text = {**{d: texts[d].text for d in plan.held_out}, **planted}
+    truth = _ground_truth(cfg, plan, checkpoints, files_text, root, outputs_dir, stamp, log)
+    seconds["ground_truth"] = time.monotonic() - started
     models = write_model_configs(plan, checkpoints, cfg.evaluation, root / "conf", stamp)
     experiment = f"lab-{plan.name}"
     arguments = sweep_command(
@@ -110,16 +125,66 @@ def run_lab(
     uri = tracking_uri(None, outputs_dir.resolve())
     cells = lab_cells(load_runs(uri, [experiment]), plan.name, stamp)
     table = rate_table(cells)
-    files = write_report(table, cells, root)
-    _log_report(outputs_dir.resolve(), experiment, plan, stamp, table, files)
+    view = ground_truth_view(truth, cells)
+    files = write_report(table, cells, root, view)
+    _log_report(outputs_dir.resolve(), experiment, plan, stamp, table, files, view)
     log(markdown_table(table))
-    return LabOutcome(plan, table, cells, files, seconds)
+    log(files["ground_truth_md"].read_text())
+    return LabOutcome(plan, table, cells, files, seconds, view)
+
+
+def _ground_truth(
+    cfg: Any,
+    plan: LabPlan,
+    checkpoints: dict[int, Path],
+    texts: dict[str, str],
+    root: Path,
+    outputs_dir: Path,
+    stamp: str,
+    log: Callable[[str], None],
+) -> pd.DataFrame:
+    """How much each checkpoint learned of each file (``ground_truth.csv``; kept for a re-run
+    of the same setting: its ``fingerprint`` column). The base model is checkpoint 0 when the
+    lab keeps it."""
+    path = root / "ground_truth.csv"
+    if path.is_file():
+        kept = pd.read_csv(path)
+        if "fingerprint" in kept and set(kept["fingerprint"].astype(str)) == {stamp}:
+            log(f"reusing the ground truth in {path} (same lab setting)")
+            return kept.drop(columns=["found_by", "dataset_verdict"], errors="ignore")
+    options = cfg.get("ground_truth") or {}
+    base = checkpoints.get(0) or base_weights(
+        base_model_config(str(cfg.base_model)),
+        outputs_dir.resolve() / "weights",
+    )
+    truth = ground_truth_table(
+        plan,
+        checkpoints,
+        base,
+        texts,
+        int(cfg.training.get("block_size", 512)),
+        str(cfg.training.get("device", "auto")),
+        int(options.get("rows", 20)),
+        int(cfg.seed),
+        int(options.get("max_blocks", 64)),
+        log,
+    )
+    truth = truth.assign(fingerprint=stamp)
+    truth.to_csv(path, index=False)
+    return truth
 
 
 def _log_report(
-    outputs: Path, experiment: str, plan: LabPlan, stamp: str, table: pd.DataFrame, files: dict
+    outputs: Path,
+    experiment: str,
+    plan: LabPlan,
+    stamp: str,
+    table: pd.DataFrame,
+    files: dict,
+    truth: pd.DataFrame,
 ) -> None:
-    """The report as one more MLflow run of the lab's experiment (tag ``lab_report``)."""
+    """The report as one more MLflow run of the lab's experiment (tag ``lab_report``), with
+    each checkpoint × file's ground truth as metrics ``ground_truth.<dataset>.p<passes>.*``."""
     store = TrackingStore.at(outputs, experiment)
     metrics = {}
     for _, r in table.iterrows():
@@ -127,12 +192,20 @@ def _log_report(
         metrics[f"{key}.cells"] = r["cells"]
         if r["cells"]:
             metrics[f"{key}.rate"] = r["rate"]
+    for _, r in truth.iterrows():
+        key = f"ground_truth.{r['dataset']}.p{r['passes']}"
+        for column in ("loss", "loss_drop", "rows_written_back"):
+            if r[column] == r[column]:  # NaN (no row sampled) is not a metric
+                metrics[f"{key}.{column}"] = float(r[column])
     store.log_cell(
         f"lab | {plan.name} | report",
         {"lab_report": plan.name, "lab_fingerprint": stamp},
         {"planted": json.dumps(plan.planted), "held_out": json.dumps(plan.held_out)},
         metrics,
-        {"tpr_fpr.json": table},
-        {"tpr_fpr.md": files["table_md"].read_text()},
+        {"tpr_fpr.json": table, "ground_truth.json": truth},
+        {
+            "tpr_fpr.md": files["table_md"].read_text(),
+            "ground_truth.md": files["ground_truth_md"].read_text(),
+        },
         failed=False,
     )

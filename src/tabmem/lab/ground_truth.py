@@ -1,0 +1,219 @@
+"""How much a lab checkpoint learned of a file, measured directly: the lab's ground truth.
+
+Two measures beside the tests' verdicts, so that a miss on a file the model barely learned
+can be told from a miss on a file it knows:
+
+- **loss**: the mean per-token negative log-likelihood (nats) of the file's text, cut into
+  the same ``block_size``-token blocks as in training (BOS first, each block read alone);
+  compared with the base model's, the drop is what fine-tuning taught.
+- **rows written back**: of a seeded sample of data rows, the share the model writes back
+  exactly, greedily, from the raw file's header and the ten rows before it.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from tabmem.data.csvtext import detect_newline, split_records
+from tabmem.lab.models import checkpoint_name
+from tabmem.lab.plan import LabPlan
+from tabmem.lab.train import file_blocks, load_base
+
+CONTEXT_ROWS = 10
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """One checkpoint on one file: mean token loss over ``tokens`` predicted tokens (of
+    ``blocks`` blocks) and ``written_back`` of ``rows`` sampled rows reproduced exactly."""
+
+    loss: float
+    tokens: int
+    blocks: int
+    written_back: int
+    rows: int
+
+    @property
+    def share(self) -> float:
+        """The share of sampled rows written back (NaN when no row was sampled)."""
+        return self.written_back / self.rows if self.rows else float("nan")
+
+
+def mean_token_loss(
+    model: Any, tokenizer: Any, text: str, block_size: int, max_blocks: int, batch: int = 8
+) -> tuple[float, int, int]:
+    """Mean negative log-likelihood per predicted token of ``text`` in training's blocks (the
+    first ``max_blocks``), with the number of tokens and blocks it covers."""
+    import torch
+
+    blocks = [b for b in file_blocks(tokenizer, text, block_size)[:max_blocks] if len(b) > 1]
+    device = next(model.parameters()).device
+    total, count = 0.0, 0
+    model.eval()
+    for start in range(0, len(blocks), batch):
+        part = blocks[start : start + batch]
+        width = max(len(b) for b in part)
+        ids = torch.tensor([b + [0] * (width - len(b)) for b in part], device=device)
+        mask = torch.tensor([[1] * len(b) + [0] * (width - len(b)) for b in part], device=device)
+        with torch.no_grad():
+            logits = model(input_ids=ids, attention_mask=mask).logits.float()
+        logp = torch.log_softmax(logits[:, :-1], dim=-1)
+        nll = -logp.gather(2, ids[:, 1:, None])[..., 0]
+        total += float((nll * mask[:, 1:]).sum())
+        count += int(mask[:, 1:].sum())
+    return (total / count if count else float("nan")), count, len(blocks)
+
+
+def row_prompts(text: str, rows: int, seed: int) -> list[tuple[str, str]]:
+    """A seeded sample of at most ``rows`` data rows, each with its prompt: the header and the
+    (up to) ten rows before it, exactly as in the file, newline-terminated."""
+    records = split_records(text)
+    newline = detect_newline(text)
+    chosen = sorted(random.Random(seed).sample(range(1, len(records)), min(rows, len(records) - 1)))
+    return [
+        (newline.join([records[0], *records[max(1, i - CONTEXT_ROWS) : i]]) + newline, records[i])
+        for i in chosen
+    ]
+
+
+def first_line(generated: str, newline: str) -> str:
+    """What the model wrote up to the file's line break (all of it when it wrote none)."""
+    return generated.split(newline, 1)[0]
+
+
+def rows_written_back(
+    model: Any, tokenizer: Any, text: str, rows: int, seed: int, batch: int = 8
+) -> tuple[int, int]:
+    """How many of the sampled rows the model writes back exactly (greedy, from the raw file
+    context), of how many sampled."""
+    import torch
+
+    newline = detect_newline(text)
+    prompts = row_prompts(text, rows, seed)
+    device = next(model.parameters()).device
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    hits = 0
+    model.eval()
+    for start in range(0, len(prompts), batch):
+        part = prompts[start : start + batch]
+        encoded = [list(tokenizer(p, add_special_tokens=True)["input_ids"]) for p, _ in part]
+        width = max(len(e) for e in encoded)
+        ids = torch.tensor([[pad] * (width - len(e)) + e for e in encoded], device=device)
+        mask = torch.tensor([[0] * (width - len(e)) + [1] * len(e) for e in encoded], device=device)
+        longest = max(
+            len(tokenizer(r + newline, add_special_tokens=False)["input_ids"]) for _, r in part
+        )
+        with torch.no_grad():
+            out = model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                do_sample=False,
+                max_new_tokens=longest + 4,
+                pad_token_id=pad,
+            )
+        texts = tokenizer.batch_decode(out[:, width:], skip_special_tokens=True)
+        hits += sum(first_line(t, newline) == row for t, (_, row) in zip(texts, part, strict=True))
+    return hits, len(prompts)
+
+
+def measure(
+    model: Any,
+    tokenizer: Any,
+    text: str,
+    block_size: int,
+    rows: int = 20,
+    seed: int = 0,
+    max_blocks: int = 64,
+) -> GroundTruth:
+    """Both measures of one loaded model on one file's text."""
+    loss, tokens, blocks = mean_token_loss(model, tokenizer, text, block_size, max_blocks)
+    written, sampled = rows_written_back(model, tokenizer, text, rows, seed)
+    return GroundTruth(loss, tokens, blocks, written, sampled)
+
+
+def measure_checkpoint(
+    weights: Path,
+    texts: Mapping[str, str],
+    block_size: int,
+    device: str = "auto",
+    rows: int = 20,
+    seed: int = 0,
+    max_blocks: int = 64,
+) -> dict[str, GroundTruth]:
+    """Load one checkpoint (a model folder or the base model's weights, as training loads
+    them) and measure it on every file (dataset -> text)."""
+    tokenizer, model = load_base(weights, device, "float32")
+    return {
+        name: measure(model, tokenizer, text, block_size, rows, seed, max_blocks)
+        for name, text in texts.items()
+    }
+
+
+GROUND_TRUTH_COLUMNS = [
+    "checkpoint",
+    "passes",
+    "repetitions",
+    "dataset",
+    "group",
+    "first_rows",
+    "loss",
+    "base_loss",
+    "loss_drop",
+    "rows_written_back",
+    "rows_n",
+    "tokens",
+]
+
+
+def ground_truth_table(
+    plan: LabPlan,
+    checkpoints: Mapping[int, Path],
+    base: Path,
+    texts: Mapping[str, str],
+    block_size: int,
+    device: str = "auto",
+    rows: int = 20,
+    seed: int = 0,
+    max_blocks: int = 64,
+    log: Callable[[str], None] = print,
+) -> pd.DataFrame:
+    """Every checkpoint × file (``texts``: planted files as planted, held-out files whole)
+    against the base model (``base``; checkpoint 0 is the base model and is not loaded twice):
+    one row each with the columns of ``GROUND_TRUTH_COLUMNS``."""
+    measured: dict[int, dict[str, GroundTruth]] = {}
+    for passes, folder in sorted(checkpoints.items(), reverse=True):
+        started = time.monotonic()
+        measured[passes] = measure_checkpoint(
+            folder, texts, block_size, device, rows, seed, max_blocks
+        )
+        log(f"ground truth after {passes} passes: {time.monotonic() - started:.0f} s")
+    reference = measured.get(0) or measure_checkpoint(
+        base, texts, block_size, device, rows, seed, max_blocks
+    )
+    out = []
+    for passes, found in sorted(measured.items()):
+        for dataset, truth in found.items():
+            out.append(
+                {
+                    "checkpoint": checkpoint_name(plan.name, passes),
+                    "passes": passes,
+                    "repetitions": plan.seen(dataset, passes),
+                    "dataset": dataset,
+                    "group": "planted" if dataset in plan.planted else "held out",
+                    "first_rows": plan.first_rows.get(dataset, 0),
+                    "loss": truth.loss,
+                    "base_loss": reference[dataset].loss,
+                    "loss_drop": reference[dataset].loss - truth.loss,
+                    "rows_written_back": truth.share,
+                    "rows_n": truth.rows,
+                    "tokens": truth.tokens,
+                }
+            )
+    return pd.DataFrame(out, columns=GROUND_TRUTH_COLUMNS)
