@@ -1,10 +1,12 @@
-"""docs/contributing.md followed in a temporary copy of the repository: a new test, written as
-two files, is refused until the guide's steps are done, then runs and appears in the
-calibration table and the paper tables' index without a change to ``report/``; a new backend
-and a new dataset, added by the guide's steps, keep the checks green and run a cell."""
+"""docs/contributing.md followed in a temporary copy of the repository: a new test of rows
+seen, written as two files (its module and its YAML) plus its docs, is refused until its docs
+name it, joins the calibration suites by its claim, runs, and appears in the calibration table
+and the paper tables' index without a change to ``report/``; a new backend and a new dataset,
+added by the guide's steps, keep the checks green and run a cell."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import subprocess
@@ -33,14 +35,23 @@ class ExistenceThree(Existence):
 '''
 
 
-def add_to_suite(path: Path, after: str) -> None:
-    """Step 3 of the guide: the test joins a suite (its ``defaults`` and its ``suite`` list)."""
-    text = path.read_text()
-    text = text.replace(
-        f"  - /test/{after}@{after}\n", f"  - /test/{after}@{after}\n  - /test/{NEW}@{NEW}\n"
+def fingerprints(tree: Path) -> dict[str, str]:
+    """Each file of ``tree`` (bytecode left out) by its path, with a digest of its bytes."""
+    return {
+        str(path.relative_to(tree)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in tree.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+
+
+def touched(before: dict[str, str], tree: Path) -> list[str]:
+    """The files of ``tree`` added or changed since ``before``, its docs and tests aside."""
+    after = fingerprints(tree)
+    return sorted(
+        path
+        for path, digest in after.items()
+        if before.get(path) != digest and not path.startswith(("docs/", "tests/"))
     )
-    text = text.replace(f" {after},", f" {after}, {NEW},", 1)
-    path.write_text(text)
 
 
 def write_report(copy: Path, script: str, outputs: Path, out: Path) -> None:
@@ -60,6 +71,7 @@ def write_report(copy: Path, script: str, outputs: Path, out: Path) -> None:
 def test_a_test_added_by_the_guide_reaches_the_calibration_table(tmp_path):
     copy = tmp_path / "repo"
     copy_tree(copy)
+    shipped = fingerprints(copy)
     # Step 1 and 2: the test's module and its config.
     (copy / "src" / "tabmem" / "battery" / f"{NEW}.py").write_text(TEST_MODULE)
     config = (copy / "conf" / "test" / "existence.yaml").read_text()
@@ -70,13 +82,27 @@ def test_a_test_added_by_the_guide_reaches_the_calibration_table(tmp_path):
     checks = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit/test_test_claims.py"]
     refused = run_python(*checks, root=copy, timeout=600)
     assert refused.returncode == 1, refused.stdout[-3000:]
-    assert f"conf/test/calibration_rows.yaml does not run ['{NEW}']" in refused.stdout
-    assert f"README.md's test= row does not name ['{NEW}']" in refused.stdout
-    # Step 3: the calibration suites run it; README's test= row names it.
-    for suite in ("calibration", "calibration_rows", "lab_rows"):
-        add_to_suite(copy / "conf" / "test" / f"{suite}.yaml", after="existence")
-    readme = copy / "README.md"
-    readme.write_text(readme.read_text().replace("`existence`,", f"`existence`, `{NEW}`,", 1))
+    assert "1 failed" in refused.stdout, refused.stdout[-3000:]  # the suites run it already
+    assert f"docs/tests.md's claims table does not name ['{NEW}']" in refused.stdout
+    # Step 3 asks nothing of a test of rows seen: the calibration suites name the claim.
+    plans = run_python(
+        "-c",
+        "from tabmem.api import compose_config; from tabmem.jobs import test_plan; "
+        "[print(s, *(n for n, _ in test_plan(compose_config([f'test={s}']).test))) "
+        "for s in ('calibration', 'calibration_rows', 'lab_rows')]",
+        root=copy,
+        timeout=600,
+    )
+    assert plans.returncode == 0, plans.stderr[-3000:]
+    assert [NEW in line.split() for line in plans.stdout.splitlines()] == [True] * 3
+    # Step 4: its name in the claims table of docs/tests.md.
+    guide = copy / "docs" / "tests.md"
+    guide.write_text(guide.read_text().replace("`existence`,", f"`existence`, `{NEW}`,", 1))
+    # Issue 41's measure: the files a newcomer touched, docs and tests aside.
+    assert touched(shipped, copy) == [
+        f"conf/test/{NEW}.yaml",
+        f"src/tabmem/battery/{NEW}.py",
+    ]
     configs = "tests/unit/test_test_configs.py"
     accepted = run_python(
         *checks, configs, "tests/unit/test_contributing_guide.py", root=copy, timeout=600
