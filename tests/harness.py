@@ -11,8 +11,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from collections.abc import Callable
+from contextlib import redirect_stderr, redirect_stdout
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -82,41 +82,33 @@ def run_tabmem(
 ) -> subprocess.CompletedProcess:
     """``python run.py <overrides>`` into ``outputs``, without progress bars or query colours;
     its store, where it is ``outputs/mlflow.db``, seeded from the template."""
+    seed_outputs_store(outputs, overrides)
+    return run_python("run.py", *overrides, *quiet_into(outputs), timeout=timeout, root=root)
+
+
+def seed_outputs_store(outputs: Path, overrides: tuple[str, ...]) -> None:
+    """Seed ``outputs/mlflow.db`` unless ``overrides`` send the runs to another store."""
     if not any(o.lstrip("+").startswith("tracking.uri=") for o in overrides):
         seed_store(outputs / "mlflow.db")
-    settings = (f"outputs_dir={outputs}", "progress=false", "show_queries=false")
-    return run_python("run.py", *overrides, *settings, timeout=timeout, root=root)
 
 
-@contextmanager
-def environment(changes: dict[str, str]) -> Iterator[None]:
-    """``os.environ`` with ``changes`` for the duration, as a subprocess given them would see it."""
-    saved = {key: os.environ.get(key) for key in changes}
-    os.environ.update(changes)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+def quiet_into(outputs: Path) -> tuple[str, ...]:
+    """The overrides of a run into ``outputs`` without progress bars or query colours."""
+    return (f"outputs_dir={outputs}", "progress=false", "show_queries=false")
 
 
-def call_here(
-    command: Callable[[list[str]], int], *arguments: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess:
+def call_here(command: Callable[[list[str]], int], *arguments: str) -> subprocess.CompletedProcess:
     """One of tabmem's commands (``tabmem.main.run``, ``tabmem.cli.tables``,
     ``tabmem.rescore.cli.main``: a function of its arguments that returns the exit status) in
     this process, ended as the process running it would end: its status, what it printed. No
     interpreter starts and imports the harness again (seconds of CPU a call), so commands whose
-    subject is not the process run here. ``env`` is added to the environment while it runs;
-    the logging handlers it sets up (Hydra's) are undone afterwards."""
+    subject is not the process run here. The logging handlers it sets up (Hydra's) are undone
+    afterwards."""
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
     out, err = io.StringIO(), io.StringIO()
     try:
-        with environment(env or {}), redirect_stdout(out), redirect_stderr(err):
+        with redirect_stdout(out), redirect_stderr(err):
             status = command(list(arguments))
     except SystemExit as exit_:  # argparse's --help and usage errors
         status = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
@@ -128,19 +120,14 @@ def call_here(
     return subprocess.CompletedProcess(arguments, status, out.getvalue(), err.getvalue())
 
 
-def run_here(
-    outputs: Path, *overrides: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess:
+def run_here(outputs: Path, *overrides: str) -> subprocess.CompletedProcess:
     """What ``run_tabmem(outputs, *overrides)`` does, through Hydra's own command line in this
     process (``call_here``), for grids whose subject is not the process; they take
     ``ONE_PROCESS``, as joblib's workers would each import everything again."""
     from tabmem.main import run
 
-    elsewhere = "MLFLOW_TRACKING_URI" in (env or {})
-    if not elsewhere and not any(o.lstrip("+").startswith("tracking.uri=") for o in overrides):
-        seed_store(outputs / "mlflow.db")
-    settings = (f"outputs_dir={outputs}", "progress=false", "show_queries=false")
-    return call_here(run, *overrides, *settings, env=env)
+    seed_outputs_store(outputs, overrides)
+    return call_here(run, *overrides, *quiet_into(outputs))
 
 
 @cache

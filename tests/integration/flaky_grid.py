@@ -71,12 +71,12 @@ def run_sweep(
 
 
 def sweep_here(
-    outputs: Path, conf: Path | None, experiment: str, *args: str, **env: str
+    outputs: Path, conf: Path | None, experiment: str, *args: str
 ) -> subprocess.CompletedProcess:
     """``run_sweep`` in this process (``harness.run_here``), for a sweep whose subject is not
-    the process; ``env`` is added to the environment while it runs."""
+    the process."""
     searchpath = [f"hydra.searchpath=[file://{conf}]"] if conf is not None else []
-    return run_here(outputs, *args, f"experiment={experiment}", *searchpath, env=env)
+    return run_here(outputs, *args, f"experiment={experiment}", *searchpath)
 
 
 def mlflow_runs(outputs: Path, experiment: str) -> tuple[list[Any], MlflowClient]:
