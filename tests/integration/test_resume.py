@@ -15,8 +15,17 @@ import time
 from pathlib import Path
 
 import pytest
-from flaky_grid import ROOT, mlflow_runs, run_sweep, sweep_command, sweep_env, write_model_config
+from flaky_grid import (
+    ROOT,
+    mlflow_runs,
+    run_sweep,
+    sweep_command,
+    sweep_env,
+    sweep_here,
+    write_model_config,
+)
 from flaky_server import FlakyServer
+from harness import ONE_PROCESS
 
 from tabmem.data import dataset_specs, load_dataset
 
@@ -79,7 +88,8 @@ def kill_midway(server: FlakyServer, outputs: Path, conf: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """An uninterrupted sweep, and a killed-then-resumed one, against the same server."""
+    """An uninterrupted sweep, and a killed-then-resumed one (processes, joblib's launcher),
+    against the same server."""
     specs = dataset_specs()
     datasets = [load_dataset(specs[name]) for name in ("iris", "titanic")]
     conf = tmp_path_factory.mktemp("conf")
@@ -87,7 +97,8 @@ def runs(tmp_path_factory):
     crashed = tmp_path_factory.mktemp("crashed")
     with FlakyServer(datasets, latency=0.05) as server:
         write_model_config(conf, "resumable", server.base_url, max_concurrency=2)
-        reference = run_sweep(whole, conf, "resume", *GRID)
+        # the reference is any uninterrupted run of the grid: here, in this process
+        reference = sweep_here(whole, conf, "resume", *GRID, ONE_PROCESS)
         assert reference.returncode == 0, reference.stderr[-3000:]
         all_keys = {a.key for a in server.arrivals}
         received = kill_midway(server, crashed, conf)
