@@ -65,7 +65,9 @@ def run(arguments: Sequence[str], prog: str = "tabmem run") -> int:
 CELL_GROUPS = ("model", "dataset", "test", "transform")
 # Options that change where Hydra finds configs: with them, the check leaves it all to Hydra.
 SEARCH_OPTIONS = ("--config-dir", "-cd", "--config-path", "-cp", "--config-name", "-cn")
-KINDS = ((bool, "true or false"), (int, "a whole number"), (float, "a number"))
+# What a setting whose config value is of a kind takes (a whole-number default such as a
+# timeout may take a fraction: any number fits a number).
+KINDS = ((bool, "true or false"), (int | float, "a number"))
 
 
 def override_problem(arguments: Sequence[str]) -> str | None:
@@ -156,16 +158,16 @@ def _setting_problem(cfg: DictConfig, override: Any, group: str) -> str:
     value = override.value()
     for kind, words in KINDS:  # bool first: a bool is an int to isinstance
         if isinstance(current, kind):
-            if value is None or _of_kind(value, kind):
-                return ""
+            if value is None or _of_kind(value, kind) or "${" in str(value):
+                return ""  # null, the right kind, or an interpolation resolved later
             text = override.input_line.split("=", 1)[1]
             return f"{key} expects {words} ({choice} has {current}), not {text!r}."
     return ""
 
 
-def _of_kind(value: Any, kind: type) -> bool:
-    """Whether an override's parsed value fits a setting of ``kind`` (a whole number fits a
-    number; true and false are no numbers)."""
-    if kind is bool or isinstance(value, bool):
-        return kind is bool and isinstance(value, bool)
-    return isinstance(value, int | float) if kind is float else isinstance(value, int)
+def _of_kind(value: Any, kind: Any) -> bool:
+    """Whether an override's parsed value fits a setting of ``kind`` (true and false are no
+    numbers)."""
+    if isinstance(value, bool):
+        return kind is bool
+    return kind is not bool and isinstance(value, kind)
