@@ -130,7 +130,7 @@ def measure(
     block_size: int,
     rows: int = 20,
     seed: int = 0,
-    max_blocks: int = 32,
+    max_blocks: int = 48,
 ) -> GroundTruth:
     """Both measures of one loaded model on one file's text."""
     loss, tokens, blocks = mean_token_loss(model, tokenizer, text, block_size, max_blocks)
@@ -145,7 +145,7 @@ def measure_checkpoint(
     device: str = "auto",
     rows: int = 20,
     seed: int = 0,
-    max_blocks: int = 32,
+    max_blocks: int = 48,
 ) -> dict[str, GroundTruth]:
     """Load one checkpoint (a model folder or the base model's weights, as training loads
     them) and measure it on every file (dataset -> text)."""
@@ -181,7 +181,7 @@ def ground_truth_table(
     device: str = "auto",
     rows: int = 20,
     seed: int = 0,
-    max_blocks: int = 32,
+    max_blocks: int = 48,
     log: Callable[[str], None] = print,
 ) -> pd.DataFrame:
     """Every checkpoint × file (``texts``: planted files as planted, held-out files whole)

@@ -166,7 +166,7 @@ def _ground_truth(
         str(cfg.training.get("device", "auto")),
         int(options.get("rows", 20)),
         int(cfg.seed),
-        int(options.get("max_blocks", 32)),
+        int(options.get("max_blocks", 48)),
         log,
     )
     truth = truth.assign(fingerprint=stamp)
