@@ -38,12 +38,20 @@ def test_minimal_lab_finds_the_planted_file_and_no_held_out_one(tmp_path):
     assert (folder / "tpr_fpr.md").read_text().startswith("| test |")
     assert (folder / "tpr_by_repetitions.png").stat().st_size > 0
     assert (folder / "conf" / "model" / "lab-minimal-p24.yaml").is_file()
+    truth = pd.read_csv(folder / "ground_truth.csv").set_index(["passes", "dataset"])
+    assert len(truth) == 12  # 3 checkpoints x 4 datasets
+    assert truth.loc[(24, "iris"), "loss_drop"] > 0  # read 24 times: learned
+    assert truth.loc[(0, "iris"), "loss_drop"] == 0  # the base model is checkpoint 0
+    assert "header" in truth.loc[(24, "iris"), "found_by"]
+    assert (folder / "ground_truth.md").read_text().startswith("| checkpoint |")
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("lab-minimal")
     runs = client.search_runs([experiment.experiment_id])
     # 3 checkpoints x 4 datasets x 4 tests (conf/test/lab_tests.yaml), a dataset verdict per
     # checkpoint and dataset, and the report run
     assert len(runs) == 48 + 12 + 1
+    report = next(r for r in runs if r.data.tags.get("lab_report") == "minimal")
+    assert report.data.metrics["ground_truth.iris.p24.loss_drop"] > 0
     tests = {"header", "row_completion", "first_token", "min_k_prob", "dataset"}
     assert set(table["test"]) == tests
     for test, part in table.groupby("test"):
