@@ -23,22 +23,22 @@ from tabmem.errors import ConfigError
 
 
 def _composed_members(test_cfg: Mapping[str, Any]) -> list[str]:
-    """The members a suite's YAML composes: the sections named after a registered test that
-    carry its ``name`` (or, in the YAML file as written, its ``- /test/<member>@<member>``
-    defaults)."""
+    """The members a suite's YAML composes: the sections named after a test's config
+    (``conf/test/<member>.yaml``) that carry its ``name`` (or, in the YAML file as written, its
+    ``- /test/<member>@<member>`` defaults). Read without importing the tests, so a suite whose
+    members all finished is skipped at once."""
     if "defaults" in test_cfg:
         entries = [str(e).removeprefix("/test/").split("@") for e in test_cfg["defaults"]]
         return [pair[1] for pair in entries if len(pair) == 2 and pair[0] == pair[1]]
-    sections = [
+    from tabmem.paths import conf_dir
+
+    return [
         str(key)
         for key, value in test_cfg.items()
-        if isinstance(value, Mapping) and value.get("name") == key
+        if isinstance(value, Mapping)
+        and value.get("name") == key
+        and (conf_dir() / "test" / f"{key}.yaml").is_file()
     ]
-    if not sections:
-        return []
-    from tabmem.battery.base import registry
-
-    return [name for name in sections if name in registry()]
 
 
 def _claimed_members(claims: Any) -> list[str]:
