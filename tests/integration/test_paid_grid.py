@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from flaky_grid import ROOT, mlflow_runs, run_sweep, sweep_command, sweep_env, write_model_config
 from flaky_server import FlakyServer
-from harness import settings_of
+from harness import ONE_PROCESS, settings_of
 
 from tabmem.data import dataset_specs, load_dataset
 
@@ -59,7 +59,8 @@ def server() -> Iterator[FlakyServer]:
 
 
 def dry_run(outputs: Path, conf: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    """A dry run in a process where every network connect is refused and logged."""
+    """A dry run in a process where every network connect is refused and logged; its cells in
+    that process (planning is per cell: joblib's workers would only import everything again)."""
     guard = tmp_path / "guard"
     guard.mkdir(exist_ok=True)
     (guard / "sitecustomize.py").write_text(NO_NETWORK)
@@ -70,7 +71,7 @@ def dry_run(outputs: Path, conf: Path, tmp_path: Path, *args: str) -> subprocess
     )
     env.pop("OPENAI_API_KEY", None)
     result = subprocess.run(
-        sweep_command(outputs, conf, EXPERIMENT, *args, "dry_run=true"),
+        sweep_command(outputs, conf, EXPERIMENT, *args, "dry_run=true", ONE_PROCESS),
         cwd=ROOT,
         env=env,
         capture_output=True,
