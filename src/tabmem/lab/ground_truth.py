@@ -118,7 +118,9 @@ def rows_written_back(
                 max_new_tokens=longest + 4,
                 pad_token_id=pad,
             )
-        texts = tokenizer.batch_decode(out[:, width:], skip_special_tokens=True)
+        texts = tokenizer.batch_decode(
+            out[:, width:], skip_special_tokens=True, clean_up_tokenization_spaces=False
+        )
         hits += sum(first_line(t, newline) == row for t, (_, row) in zip(texts, part, strict=True))
     return hits, len(prompts)
 
