@@ -43,7 +43,7 @@ def _composed_members(test_cfg: Mapping[str, Any]) -> list[str]:
 
 def _claimed_members(claims: Any) -> list[str]:
     """Every registered test that claims one of ``claims``, claim by claim in table order."""
-    from tabmem.report.calibration import claiming_in_order
+    from tabmem.battery.base import claiming_in_order
 
     return [name for claim in claims for name in claiming_in_order(str(claim))]
 

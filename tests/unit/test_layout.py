@@ -15,6 +15,7 @@ LAYERS = [
     {"llm"},
     {"prompts"},
     {"battery"},
+    {"suites"},
     {"jobs", "tracking"},
     {"lab"},
     {"report"},

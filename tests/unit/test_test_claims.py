@@ -10,9 +10,8 @@ import pytest
 import yaml
 
 from tabmem.api import compose_config
-from tabmem.battery.base import CLAIMS, claiming, register, registry
+from tabmem.battery.base import CLAIMS, claiming, claiming_in_order, register, registry
 from tabmem.jobs import test_plan as plan_of
-from tabmem.report.calibration import claiming_in_order
 from tabmem.suites import suite_members
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,10 +13,9 @@ import yaml
 from omegaconf import OmegaConf
 
 from tabmem.api import compose_config
-from tabmem.battery.base import CLAIMS, registry
+from tabmem.battery.base import CLAIMS, claiming_in_order, registry
 from tabmem.errors import ConfigError
 from tabmem.jobs import test_plan as plan_of
-from tabmem.report.calibration import claiming_in_order
 from tabmem.suites import suite_members
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "test"

@@ -92,6 +92,34 @@ def claiming(claim: str) -> list[str]:
     return sorted(name for name, made in _CLAIMS.items() if made == claim)
 
 
+TABLE_ORDER = (
+    "header",
+    "row_completion",
+    "feature_completion",
+    "first_token",
+    "conditional_completion",
+    "completion_choice",
+    "existence",
+    "sample",
+    "min_k_prob",
+    "row_order",
+    "feature_names",
+    "dataset_name",
+    "feature_values",
+    "feature_distribution",
+    "conditional_distribution",
+)
+"""The order the tables list tests in (the papers' order); which tests a table lists is what
+each test claims (``claims`` on its class), so a new test comes after these, by name."""
+
+
+def claiming_in_order(*claims: str) -> list[str]:
+    """The tests whose ``evidence`` makes one of ``claims`` (``rows_seen``, ``knowledge``), in
+    table order."""
+    found = [name for claim in claims for name in claiming(claim)]
+    return [t for t in TABLE_ORDER if t in found] + [t for t in found if t not in TABLE_ORDER]
+
+
 def reading_datasets() -> list[str]:
     """The registered tests that read their cell's dataset, by name."""
     registry()
@@ -107,16 +135,32 @@ def registry() -> dict[str, TestFunction]:
     return dict(_REGISTRY)
 
 
+def _load(name: str) -> None:
+    """Register test ``name`` by importing its own module (``battery/<name>.py``), and every
+    module only when it has none: a cell imports one test, not all of them."""
+    if name in _REGISTRY:
+        return
+    module = f"{__package__}.{name}"
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as missing:
+        if missing.name != module:
+            raise
+    if name not in _REGISTRY:
+        registry()
+
+
 def get_test(name: str) -> TestFunction:
-    tests = registry()
-    if name not in tests:
-        raise ConfigError(f"Unknown test '{name}'; choose one of: {', '.join(sorted(tests))}.")
-    return tests[name]
+    _load(name)
+    if name not in _REGISTRY:
+        tests = sorted(registry())
+        raise ConfigError(f"Unknown test '{name}'; choose one of: {', '.join(tests)}.")
+    return _REGISTRY[name]
 
 
 def needs_of(name: str) -> frozenset[str]:
     """The model capabilities test ``name`` can use (any one will do)."""
-    registry()
+    _load(name)
     return _NEEDS.get(name, WRITES_TEXT)
 
 

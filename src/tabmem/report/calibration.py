@@ -29,40 +29,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from tabmem.battery.base import claiming
+from tabmem.battery.base import claiming_in_order
 from tabmem.errors import TabmemError
 from tabmem.lab.report import lab_cells
 from tabmem.report.dataset_verdicts import DATASET_TEST
 from tabmem.report.power import power_figure, power_tables
 from tabmem.report.rates import evidence_rate, interval_text, share_text
 from tabmem.report.writers import ReportTable, write_figure, write_table
-
-TABLE_ORDER = (
-    "header",
-    "row_completion",
-    "feature_completion",
-    "first_token",
-    "conditional_completion",
-    "completion_choice",
-    "existence",
-    "sample",
-    "min_k_prob",
-    "row_order",
-    "feature_names",
-    "dataset_name",
-    "feature_values",
-    "feature_distribution",
-    "conditional_distribution",
-)
-"""The order the tables list tests in (the papers' order); which tests a table lists is what
-each test claims (``claims`` on its class), so a new test comes after these, by name."""
-
-
-def claiming_in_order(*claims: str) -> list[str]:
-    """The tests whose ``evidence`` makes one of ``claims`` (``rows_seen``, ``knowledge``), in
-    table order."""
-    found = [name for claim in claims for name in claiming(claim)]
-    return [t for t in TABLE_ORDER if t in found] + [t for t in found if t not in TABLE_ORDER]
 
 
 def rows_seen_rows() -> list[str]:
