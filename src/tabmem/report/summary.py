@@ -233,7 +233,9 @@ class SummaryCallback(Callback):
             verdicts = logged(combined, rule, store)
         uri = store.uri if store else tracking_uri(config.tracking.uri, outputs)
         failed = print_summary(folder, uri, str(config.experiment), verdicts=verdicts)
-        if any(o.run_id for o in outcomes):  # the experiment's page of who memorized what
+        # the experiment's page of who memorized what, where this run added a run to it (a
+        # run of finished cells only leaves the page as it was)
+        if any(o.run_id and o.status != "skipped" for o in outcomes):
             from tabmem.report.page import PAGE_NAME, write_page
 
             write_page(uri, folder / PAGE_NAME, [str(config.experiment)])
