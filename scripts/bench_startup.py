@@ -42,8 +42,11 @@ from pathlib import Path
 
 from bench_common import ROOT, add_smoke_flag, print_table
 
-# --smoke: the demo grid on iris alone, one few-shot example, two short queries.
+# --smoke: the demo grid on iris alone, one few-shot example, two short queries, answered by
+# the memorizer (the figure is the re-run, which loads no model; the first pass need not load
+# the embedded one).
 DEMO_SMOKE = [
+    "model=oracle-memorizer",
     "hydra.sweeper.params.dataset=iris",
     "test.few_shot=1",
     "test.split_rows=[1,2]",
