@@ -20,7 +20,6 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from tabmem.errors import TabmemError
 from tabmem.report.writers import markdown

@@ -14,8 +14,6 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.data.transforms import apply_transform
 from tabmem.errors import TabmemError
