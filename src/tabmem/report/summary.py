@@ -194,7 +194,7 @@ def print_summary(
     console.print(spend_line(outcomes))
     console.print(
         f"{counts['finished']} finished, {counts['skipped']} skipped, {counts['failed']} failed. "
-        f"MLflow runs: experiment '{experiment}' in {tracking_uri} (browse them with: make ui)."
+        f"MLflow runs: experiment '{experiment}' in {tracking_uri} ({browse_hint(tracking_uri)})."
     )
     return counts["failed"]
 
@@ -241,3 +241,11 @@ class SummaryCallback(Callback):
             write_page(uri, folder / PAGE_NAME, [str(config.experiment)])
             print(f"Who memorized what (experiment '{config.experiment}'): {folder / PAGE_NAME}")
         return failed
+
+
+def browse_hint(tracking_uri: str) -> str:
+    """How to look at the runs: the server's address, or the MLflow UI over a local store (a
+    command that works from any folder, with or without this repository's Makefile)."""
+    if tracking_uri.startswith(("http://", "https://")):
+        return f"open {tracking_uri}"
+    return f"browse them with: mlflow ui --backend-store-uri {tracking_uri}"
