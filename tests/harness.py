@@ -146,3 +146,20 @@ def settings_of(test: str, **changes: Any) -> dict[str, Any]:
         both = isinstance(value, dict) and isinstance(merged.get(key), dict)
         merged[key] = {**merged[key], **value} if both else value
     return merged
+
+
+def assert_memorizer_and_null_cells(outputs: Path, experiment: str, datasets: tuple[str, ...]):
+    """The launcher tests' grid read back from MLflow: one FINISHED run per model × dataset,
+    ``evidence`` for the memorizer and ``no_evidence`` for the null model."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{outputs / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+    cells = {(r.data.tags["model"], r.data.tags["dataset"]): r for r in runs}
+    models = ("oracle-memorizer", "oracle-null")
+    assert len(runs) == len(models) * len(datasets)
+    assert set(cells) == {(m, d) for m in models for d in datasets}
+    assert all(r.info.status == "FINISHED" for r in runs)
+    for (model, _), run in cells.items():
+        expected = "evidence" if model == "oracle-memorizer" else "no_evidence"
+        assert run.data.tags["verdict"] == expected, (model, run.data.tags)

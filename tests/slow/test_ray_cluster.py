@@ -12,8 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import ENV, ROOT, run_tabmem
-from mlflow.tracking import MlflowClient
+from harness import ENV, ROOT, assert_memorizer_and_null_cells, run_tabmem
 
 RAY = ROOT / ".venv" / "bin" / "ray"
 DATASETS = ("iris", "wine")
@@ -77,13 +76,4 @@ def test_a_grid_runs_on_a_running_ray_cluster(tmp_path: Path, ray_head: str) -> 
     assert "Connecting to existing Ray cluster at address: " in result.stderr
     assert "Ray Launcher is launching 4 jobs" in result.stderr + result.stdout
 
-    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
-    experiment = client.get_experiment_by_name("ray-test")
-    runs = client.search_runs([experiment.experiment_id])
-    cells = {(r.data.tags["model"], r.data.tags["dataset"]): r for r in runs}
-    assert len(runs) == 4
-    assert set(cells) == {(m, d) for m in ("oracle-memorizer", "oracle-null") for d in DATASETS}
-    assert all(r.info.status == "FINISHED" for r in runs)
-    for (model, _), run in cells.items():
-        expected = "evidence" if model == "oracle-memorizer" else "no_evidence"
-        assert run.data.tags["verdict"] == expected, (model, run.data.tags)
+    assert_memorizer_and_null_cells(tmp_path, "ray-test", DATASETS)

@@ -9,8 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from harness import ROOT, run_tabmem
-from mlflow.tracking import MlflowClient
+from harness import ROOT, assert_memorizer_and_null_cells, run_tabmem
 
 SCRIPT = ROOT / "scripts" / "slurm_single_node.sh"
 DATASETS = ("iris", "wine")
@@ -50,13 +49,4 @@ def test_a_grid_runs_as_a_slurm_job_array(tmp_path: Path, partition: str) -> Non
     assert len(results) == 4, results
     assert len({p.name.split("_")[0] for p in results}) == 1, results
 
-    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
-    experiment = client.get_experiment_by_name("slurm-test")
-    runs = client.search_runs([experiment.experiment_id])
-    cells = {(r.data.tags["model"], r.data.tags["dataset"]): r for r in runs}
-    assert len(runs) == 4
-    assert set(cells) == {(m, d) for m in ("oracle-memorizer", "oracle-null") for d in DATASETS}
-    assert all(r.info.status == "FINISHED" for r in runs)
-    for (model, _), run in cells.items():
-        expected = "evidence" if model == "oracle-memorizer" else "no_evidence"
-        assert run.data.tags["verdict"] == expected, (model, run.data.tags)
+    assert_memorizer_and_null_cells(tmp_path, "slurm-test", DATASETS)
