@@ -1,6 +1,8 @@
 """Shortcut for ``tabmem run``: ``python run.py model=… dataset=… test=…`` (``-m``, ``--help``)."""
 
-from tabmem.main import main
+import sys
+
+from tabmem.main import run
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run(sys.argv[1:], prog="run.py"))
