@@ -60,6 +60,9 @@ _REGISTRY: dict[str, TestFunction] = {}
 _NEEDS: dict[str, frozenset[str]] = {}
 _CLAIMS: dict[str, str] = {}
 _READS_DATASET: dict[str, bool] = {}
+_TABLE_ORDER: dict[str, int] = {}
+UNORDERED = 1_000
+"""The table position of a test that declares none: after the papers' tests, by name."""
 WRITES_TEXT = frozenset({GENERATE})
 CLAIMS = ("rows_seen", "knowledge", "learning", "forecast")
 """What a test's ``evidence`` claims: the model has seen the file's rows; it knows the file's
@@ -68,11 +71,16 @@ date. Calibration and the reports group tests by their claim."""
 
 
 def register(
-    name: str, needs: frozenset[str] = WRITES_TEXT, claims: str = "", reads_dataset: bool = True
+    name: str,
+    needs: frozenset[str] = WRITES_TEXT,
+    claims: str = "",
+    reads_dataset: bool = True,
+    table_order: int = UNORDERED,
 ) -> Callable[[TestFunction], TestFunction]:
     """Decorator: make a test function runnable as ``test=<name>``. ``needs`` names the model
     capabilities (``tabmem.llm.base``) of which the test can use any one; ``claims`` one of
-    ``CLAIMS``; ``reads_dataset`` is false for a test that ignores its cell's dataset."""
+    ``CLAIMS``; ``reads_dataset`` is false for a test that ignores its cell's dataset;
+    ``table_order`` is where the tables list it (``claiming_in_order``)."""
     if claims not in CLAIMS:
         raise ValueError(f"test '{name}' claims '{claims}'; a test claims one of {CLAIMS}")
 
@@ -81,6 +89,7 @@ def register(
         _NEEDS[name] = needs
         _CLAIMS[name] = claims
         _READS_DATASET[name] = reads_dataset
+        _TABLE_ORDER[name] = table_order
         return function
 
     return add
@@ -92,32 +101,12 @@ def claiming(claim: str) -> list[str]:
     return sorted(name for name, made in _CLAIMS.items() if made == claim)
 
 
-TABLE_ORDER = (
-    "header",
-    "row_completion",
-    "feature_completion",
-    "first_token",
-    "conditional_completion",
-    "completion_choice",
-    "existence",
-    "sample",
-    "min_k_prob",
-    "row_order",
-    "feature_names",
-    "dataset_name",
-    "feature_values",
-    "feature_distribution",
-    "conditional_distribution",
-)
-"""The order the tables list tests in (the papers' order); which tests a table lists is what
-each test claims (``claims`` on its class), so a new test comes after these, by name."""
-
-
 def claiming_in_order(*claims: str) -> list[str]:
     """The tests whose ``evidence`` makes one of ``claims`` (``rows_seen``, ``knowledge``), in
-    table order."""
+    table order: each test's ``table_order`` (the papers' order, declared on its class), then
+    by claim and name."""
     found = [name for claim in claims for name in claiming(claim)]
-    return [t for t in TABLE_ORDER if t in found] + [t for t in found if t not in TABLE_ORDER]
+    return sorted(found, key=lambda name: _TABLE_ORDER.get(name, UNORDERED))
 
 
 def reading_datasets() -> list[str]:

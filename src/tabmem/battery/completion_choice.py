@@ -106,6 +106,7 @@ class CompletionChoice(ChoiceProbe):
     """Hide high-entropy attributes of random records; ask for each among five candidates."""
 
     name = TEST
+    table_order = 6
     claims = "rows_seen"
     title = "completion choice"
     settings = CompletionChoiceSettings

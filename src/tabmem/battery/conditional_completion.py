@@ -296,6 +296,7 @@ class ConditionalCompletion(Rescorable[Asked, PrefixFacts]):
     what a model of the distribution that has not read the row could reach."""
 
     name = "conditional_completion"
+    table_order = 5
     claims = "rows_seen"
     title = "conditional completion"
     settings = ConditionalCompletionSettings

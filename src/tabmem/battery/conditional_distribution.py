@@ -112,6 +112,7 @@ class ConditionalDistribution(SamplingTest[NumericData]):
     """Draw observations and compare their correlation matrix with the data's."""
 
     name = "conditional_distribution"
+    table_order = 15
     claims = "knowledge"
     title = "conditional distribution"
     settings = ConditionalDistributionSettings

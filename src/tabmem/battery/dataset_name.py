@@ -144,6 +144,7 @@ class DatasetName(Lifecycle[Shown, NameFacts]):
     """Ask for the name of the tested and the control datasets; score against known names."""
 
     name = "dataset_name"
+    table_order = 12
     claims = "knowledge"
     title = "dataset name"
     settings = DatasetNameSettings

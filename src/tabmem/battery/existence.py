@@ -91,6 +91,7 @@ class Existence(ChoiceProbe):
     """Show a real record among four altered copies; ask which one is in the dataset."""
 
     name = TEST
+    table_order = 7
     claims = "rows_seen"
     title = "existence"
     settings = ExistenceSettings

@@ -264,6 +264,7 @@ class FeatureCompletion(Rescorable[FeatureQuestion, FeatureFacts]):
     """Pick the feature, check it can tell, ask for its value in random rows, decide."""
 
     name = TEST
+    table_order = 3
     claims = "rows_seen"
     title = "feature completion"
     settings = FeatureCompletionSettings

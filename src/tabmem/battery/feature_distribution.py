@@ -90,6 +90,7 @@ class FeatureDistribution(SamplingTest[None]):
     """Draw observations at low temperature and compare each feature's mode with the data's."""
 
     name = "feature_distribution"
+    table_order = 14
     claims = "knowledge"
     title = "feature distribution"
     settings = FeatureDistributionSettings

@@ -142,6 +142,7 @@ class FeatureNames(Lifecycle[str, NamesFacts]):
     """Ask for the rest of the header; count the true names reproduced in order."""
 
     name = "feature_names"
+    table_order = 11
     claims = "knowledge"
     title = "feature names"
     settings = FeatureNamesSettings

@@ -85,6 +85,7 @@ class FeatureValues(SamplingTest[list[FeatureFormat]]):
     """Draw observations at low temperature and check each value's format."""
 
     name = "feature_values"
+    table_order = 13
     claims = "knowledge"
     title = "feature values"
     settings = FeatureValuesSettings

@@ -125,6 +125,7 @@ class FirstToken(WindowTest[TokenFacts]):
     """Fit the baselines, check the test can say something, ask, score first tokens, decide."""
 
     name = TEST
+    table_order = 4
     claims = "rows_seen"
     title = "first token"
     settings = FirstTokenSettings

@@ -139,6 +139,7 @@ class Header(Rescorable[HeaderQuery, HeaderFacts]):
     """Ask for the continuation at each split; score rows and characters; best split decides."""
 
     name = "header"
+    table_order = 1
     claims = "rows_seen"
     title = "header"
     settings = HeaderSettings

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Generic, TypeVar
 
-from tabmem.battery.base import WRITES_TEXT, TestContext, register, registry
+from tabmem.battery.base import UNORDERED, WRITES_TEXT, TestContext, register, registry
 from tabmem.battery.settings import TestSettings
 from tabmem.errors import ConfigError
 from tabmem.llm.base import LOGPROBS, FitRequest, Request, Response
@@ -81,6 +81,7 @@ class Lifecycle(ABC, Generic[Q, F]):
     claims: ClassVar[str]  # what its evidence claims: one of tabmem.battery.base.CLAIMS
     settings: ClassVar[type[TestSettings]]  # the fields of conf/test/<name>.yaml it reads
     reads_dataset: ClassVar[bool] = True  # false: the cell's dataset is ignored (synthetic tasks)
+    table_order: ClassVar[int] = UNORDERED  # where the tables list it (the papers' order)
     min_columns: ClassVar[int] = 1  # 2 for a test that asks one column from the others
 
     def bind(self, ctx: TestContext) -> TestContext:
@@ -224,7 +225,7 @@ def register_lifecycle(cls: L) -> L:
     test = cls()
     if isinstance(test, Rescorable):
         _RESCORABLE[cls.name] = test
-    register(cls.name, cls.needs, cls.claims, cls.reads_dataset)(test.run)
+    register(cls.name, cls.needs, cls.claims, cls.reads_dataset, cls.table_order)(test.run)
     return cls
 
 

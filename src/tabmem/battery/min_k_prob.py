@@ -202,6 +202,7 @@ class MinKProb(ScoringTest[RowPair, PairFacts]):
     """Score real rows and their contrast rows; the share of pairs won, exact sign test."""
 
     name = "min_k_prob"
+    table_order = 9
     claims = "rows_seen"
     title = "Min-K% Prob"
     settings = MinKProbSettings

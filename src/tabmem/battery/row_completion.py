@@ -126,6 +126,7 @@ class RowCompletion(WindowTest[RowFacts]):
     """Ask for the row after each window; score exact matches and similarities; decide."""
 
     name = "row_completion"
+    table_order = 2
     claims = "rows_seen"
     title = "row completion"
     settings = RowCompletionSettings

@@ -138,6 +138,7 @@ class RowOrderTest(ScoringTest[Ordering, dict[str, float]]):
     """Log-likelihood of the file's row order against shuffles, after an exchangeability check."""
 
     name = "row_order"
+    table_order = 10
     claims = "rows_seen"
     title = "row order"
     settings = RowOrderSettings

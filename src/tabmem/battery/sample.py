@@ -143,6 +143,7 @@ class Sample(SamplingTest[None], Rescorable[int, None]):
     its line, and a line that names no feature is an invalid sample, as in a live run."""
 
     name = "sample"
+    table_order = 8
     claims = "rows_seen"
     title = "sample"
     settings = SampleSettings
