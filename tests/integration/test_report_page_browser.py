@@ -19,6 +19,7 @@ from mlflow.tracking import MlflowClient
 
 from tabmem.cli import main as tabmem
 from tabmem.main import run
+from tabmem.report.page import PAGE_NAME, pages_experiment
 
 EXPERIMENT = "report-page"
 MODELS = ("oracle-memorizer", "oracle-null")
@@ -136,3 +137,22 @@ def test_the_grid_page_shows_who_memorized_what_and_links_each_mark_to_its_run(
     assert browser.evaluate("location.href") == (
         f"{ui.as_uri()}/#/experiments/{experiment.experiment_id}/runs/{run_id}"
     )
+
+
+def test_the_grid_logs_its_page_as_an_mlflow_artifact(grid, tmp_path):
+    outputs, grid_page = grid
+    client = MlflowClient(f"sqlite:///{outputs / 'mlflow.db'}")
+    pages = client.get_experiment_by_name(pages_experiment(EXPERIMENT))
+    assert pages is not None
+    (logged,) = client.search_runs([pages.experiment_id])
+    assert logged.info.status == "FINISHED"
+    assert logged.data.tags["report_of"] == EXPERIMENT
+    assert logged.data.tags["grid_folder"] == str(grid_page.parent)
+    assert grid_page.parent.name in logged.info.run_name
+    downloaded = client.download_artifacts(logged.info.run_id, PAGE_NAME, str(tmp_path))
+    text = Path(downloaded).read_text(encoding="utf-8")
+    assert text == grid_page.read_text(encoding="utf-8")
+    assert all(f'data-model="{model}"' in text for model in MODELS)
+    # the cells' own experiment holds the cells and their dataset verdicts, nothing else
+    cells = client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id])
+    assert all("test" in r.data.tags for r in cells)

@@ -43,3 +43,18 @@ def test_latest_finished_keeps_newest_finished_run_per_cell():
         }
     )
     assert latest_finished(frame)["run_id"].tolist() == ["b"]
+
+
+def test_latest_finished_leaves_out_runs_that_are_no_cell():
+    frame = pd.DataFrame(
+        {
+            "run_id": ["cell", "page"],
+            "status": ["FINISHED", "FINISHED"],
+            "start_time": pd.to_datetime([1, 2], unit="s"),
+            "model": ["m", ""],
+            "dataset": ["iris", ""],
+            "test": ["header", ""],  # a grid's page of who memorized what has no cell tags
+            "transform": ["original", ""],
+        }
+    )
+    assert latest_finished(frame)["run_id"].tolist() == ["cell"]

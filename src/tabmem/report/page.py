@@ -17,6 +17,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -26,10 +27,13 @@ from tabmem.report.paper_runs import paper_datasets
 from tabmem.results import Verdict
 from tabmem.tracking.runs import load_runs
 
+if TYPE_CHECKING:
+    from tabmem.tracking.store import TrackingStore
+
 DEFAULT_UI_URL = "http://127.0.0.1:5000"
 """Where ``make ui`` serves the MLflow UI: the base of every mark's link."""
 PAGE_NAME = "report.html"
-"""The page's file name where a grid writes it into its folder."""
+"""The page's file name where a grid writes it into its folder, and its artifact's name."""
 VERDICTS = tuple(v.value for v in Verdict)
 
 
@@ -343,3 +347,30 @@ def write_page(
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render(matrix, source), encoding="utf-8")
     return matrix
+
+
+def pages_experiment(experiment: str) -> str:
+    """The MLflow experiment that keeps the pages of ``experiment``'s grids: apart from its
+    cells, so that every run of the cells' experiment stays a cell or a dataset verdict."""
+    return f"{experiment}-report"
+
+
+def log_page(store: TrackingStore, page: Path, experiment: str, grid_folder: Path) -> str:
+    """Log the page a grid wrote as the artifact ``report.html`` of one run of the grid in
+    ``store`` (an experiment of ``pages_experiment``), so the page is found, and opens, in the
+    MLflow UI beside the runs it shows; the run's id."""
+    when = "/".join(grid_folder.parts[-2:])
+    return store.log_cell(
+        f"who memorized what · {experiment} · {when}",
+        tags={"report_of": experiment, "grid_folder": str(grid_folder)},
+        params={},
+        metrics={},
+        tables={},
+        texts={PAGE_NAME: page.read_text(encoding="utf-8")},
+        failed=False,
+        description=(
+            f"The page of who memorized what in experiment '{experiment}' as the grid in "
+            f"{grid_folder} left it: open the artifact {PAGE_NAME}, or the same file in that "
+            "folder."
+        ),
+    )

@@ -202,18 +202,19 @@ def print_summary(
 class SummaryCallback(Callback):
     """Hydra callback: after a single run or a whole sweep, log the dataset verdicts, print
     the summary and write the experiment's page of who memorized what (``report.html``) into
-    the run's or sweep's folder; a sweep with a failed cell then exits with status 1, as a
-    single run does (``run.py``), so a script or scheduler sees the failure."""
+    the run's or sweep's folder (a sweep also logs it to MLflow: ``page.log_page``); a sweep
+    with a failed cell then exits with status 1, as a single run does (``run.py``), so a
+    script or scheduler sees the failure."""
 
     def on_run_end(self, config: Any, **kwargs: Any) -> None:
-        self._print(Path(config.hydra.run.dir), config)
+        self._print(Path(config.hydra.run.dir), config, grid=False)
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
-        if self._print(Path(config.hydra.sweep.dir), config):
+        if self._print(Path(config.hydra.sweep.dir), config, grid=True):
             sys.exit(1)
 
     @staticmethod
-    def _print(folder: Path, config: Any) -> int:
+    def _print(folder: Path, config: Any, grid: bool) -> int:
         from tabmem.report.dataset_verdicts import combine_outcomes, logged, rule_of
         from tabmem.tracking.store import TrackingStore, tracking_uri
 
@@ -236,10 +237,20 @@ class SummaryCallback(Callback):
         # the experiment's page of who memorized what, where this run added a run to it (a
         # run of finished cells only leaves the page as it was)
         if any(o.run_id and o.status != "skipped" for o in outcomes):
-            from tabmem.report.page import PAGE_NAME, write_page
+            from tabmem.report.page import PAGE_NAME, log_page, pages_experiment, write_page
 
-            write_page(uri, folder / PAGE_NAME, [str(config.experiment)])
-            print(f"Who memorized what (experiment '{config.experiment}'): {folder / PAGE_NAME}")
+            experiment = str(config.experiment)
+            write_page(uri, folder / PAGE_NAME, [experiment])
+            print(f"Who memorized what (experiment '{experiment}'): {folder / PAGE_NAME}")
+            if grid:
+                pages = TrackingStore.at(
+                    outputs,
+                    pages_experiment(experiment),
+                    config.tracking.uri,
+                    config.tracking.artifact_root,
+                )
+                log_page(pages, folder / PAGE_NAME, experiment, folder)
+                print(f"  also in MLflow: experiment '{pages.experiment}', artifact {PAGE_NAME}")
         return failed
 
 

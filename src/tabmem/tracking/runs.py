@@ -118,9 +118,11 @@ def _all_runs(client: object, experiment_ids: list[str]) -> list:
 
 
 def latest_finished(frame: pd.DataFrame, distinct: Sequence[str] = ()) -> pd.DataFrame:
-    """The newest FINISHED run per (model, dataset, test, transform) and ``distinct`` columns."""
+    """The newest FINISHED run per (model, dataset, test, transform) and ``distinct`` columns;
+    a run that is no cell (no test: a grid's page, ``report.page.log_page``) is left out."""
     if frame.empty:
         return frame
-    done = frame[frame["status"] == "FINISHED"].sort_values("start_time")
+    done = frame[(frame["status"] == "FINISHED") & (frame["test"] != "")]
+    done = done.sort_values("start_time")
     keys = ["model", "dataset", "test", "transform", *(c for c in distinct if c in frame)]
     return done.drop_duplicates(keys, keep="last").reset_index(drop=True)
