@@ -141,20 +141,39 @@ class LogprobBackend(Protocol):
     def logprobs(self, text: str, context: str = "") -> list[float] | None: ...
 
 
+@runtime_checkable
+class MomentsBackend(Protocol):
+    """A backend that scores text with the whole vocabulary's distribution in hand (optional;
+    Min-K%++ needs it): for each (context, text) pair, one ``(logprob, mean, sd)`` triple per
+    token of the text, where ``mean`` and ``sd`` are the expectation and the standard deviation
+    of log p(z) for z drawn from the model's distribution at that token's position."""
+
+    def logprob_moments_batch(
+        self, items: list[tuple[str, str]]
+    ) -> list[list[tuple[float, float, float]]]: ...
+
+
 GENERATE = "generate"
 LOGPROBS = "logprobs"
+TOKEN_MOMENTS = "token_moments"
 FIT = "fit"
 
 
 def capabilities_of(backend: Any) -> frozenset[str]:
-    """What a backend can do: ``generate`` (write text), ``logprobs`` (score text), ``fit``
-    (a statistical baseline, fitted on rows instead of prompted). A backend states its own in a
-    ``capabilities`` attribute; without one it generates, and scores text when it has a
-    ``logprobs`` method (``supports_logprobs = False`` says a server gives none)."""
+    """What a backend can do: ``generate`` (write text), ``logprobs`` (score text),
+    ``token_moments`` (score text with each position's distribution summarised, a
+    ``MomentsBackend``), ``fit`` (a statistical baseline, fitted on rows instead of prompted). A
+    backend states its own in a ``capabilities`` attribute; without one it generates, and scores
+    text when it has a ``logprobs`` method (``supports_logprobs = False`` says a server gives
+    none)."""
     declared = getattr(backend, "capabilities", None)
     if declared is not None:
         return frozenset(declared)
     scores = callable(getattr(backend, "logprobs", None)) and bool(
         getattr(backend, "supports_logprobs", True)
     )
-    return frozenset({GENERATE, LOGPROBS} if scores else {GENERATE})
+    if not scores:
+        return frozenset({GENERATE})
+    if callable(getattr(backend, "logprob_moments_batch", None)):
+        return frozenset({GENERATE, LOGPROBS, TOKEN_MOMENTS})
+    return frozenset({GENERATE, LOGPROBS})

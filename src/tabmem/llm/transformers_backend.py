@@ -280,6 +280,33 @@ class TransformersBackend:
         it); the context starts with the BOS token when the tokenizer has one, so every token
         of the text has a prediction. Without BOS and without context the first is not scored.
         """
+        return [
+            logp.gather(1, tokens[:, None])[:, 0].tolist()
+            for logp, tokens in self._distributions(items)
+        ]
+
+    def logprob_moments_batch(
+        self, items: list[tuple[str, str]]
+    ) -> list[list[tuple[float, float, float]]]:
+        """Per token of each text (read as ``logprobs_batch`` reads it): its log-probability,
+        and the mean and standard deviation of log p(z) for z drawn from the model's whole
+        distribution at its position (what Min-K%++ normalises by; the logits are in hand, so
+        they cost one pass over the vocabulary)."""
+        torch = self._torch
+        out = []
+        for logp, tokens in self._distributions(items):
+            probs = logp.exp()
+            finite = torch.where(probs > 0, logp, torch.zeros_like(logp))
+            mean = (probs * finite).sum(-1)
+            var = (probs * (finite - mean[:, None]) ** 2).sum(-1).clamp_min(0.0)
+            chosen = logp.gather(1, tokens[:, None])[:, 0]
+            out.append(list(zip(chosen.tolist(), mean.tolist(), var.sqrt().tolist(), strict=True)))
+        return out
+
+    def _distributions(self, items: list[tuple[str, str]]) -> list[tuple[Any, Any]]:
+        """For each (context, text): the log-softmax over the vocabulary at the position of
+        each scored token of the text (one row a token) and those tokens' ids, from one
+        forward pass over the batch."""
         torch = self._torch
         encoded = [(self._context_ids(c), self._encode(t, False)) for c, t in items]
         rows = [c + t for c, t in encoded]
@@ -295,11 +322,11 @@ class TransformersBackend:
         )
         with self._lock, torch.no_grad():
             logits = self.model(input_ids=ids, attention_mask=mask).logits
-        out = []
-        for i, (context, text) in enumerate(encoded):
-            start, end = max(len(context), 1), len(context) + len(text)
-            logp = torch.log_softmax(logits[i, start - 1 : end - 1].float(), dim=-1)
-            out.append(logp.gather(1, ids[i, start:end, None])[:, 0].tolist())
+            out = []
+            for i, (context, text) in enumerate(encoded):
+                start, end = max(len(context), 1), len(context) + len(text)
+                logp = torch.log_softmax(logits[i, start - 1 : end - 1].float(), dim=-1)
+                out.append((logp, ids[i, start:end]))
         return out
 
     def _context_ids(self, context: str) -> list[int]:

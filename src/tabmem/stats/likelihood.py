@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tabmem.stats.min_k import min_k_score
 from tabmem.stats.permutation import add_one_p_value, paired_sign_test
 
 LN2 = math.log(2.0)
@@ -105,3 +106,27 @@ def paired_shift_test(
         sign_p_value=sign.p_value,
         n_permutations=permutations,
     )
+
+
+def token_zscores(
+    logprobs: Sequence[float], means: Sequence[float], sds: Sequence[float]
+) -> list[float]:
+    """Each token's log-probability standardised by the model's own distribution at its
+    position: (log p(token) - mean) / sd, where mean and sd are the expectation and spread of
+    log p(z) for z drawn from that distribution (Zhang et al. 2024, Min-K%++). A token that
+    is likelier than a typical draw at its position scores above 0, whatever the position's
+    entropy; a position where every token is equally likely (sd 0) scores 0."""
+    if not len(logprobs) == len(means) == len(sds):
+        raise ValueError("token_zscores needs one mean and one sd for each token")
+    return [
+        (lp - mu) / sd if sd > 0 else 0.0 for lp, mu, sd in zip(logprobs, means, sds, strict=True)
+    ]
+
+
+def min_k_plus_plus_score(
+    logprobs: Sequence[float], means: Sequence[float], sds: Sequence[float], k_percent: float
+) -> float:
+    """A text's Min-K%++ score: the mean of its ceil(k% of n) lowest standardised token
+    scores (``token_zscores``; at least one token). Higher is more familiar: a text seen in
+    training has few tokens far below what the model expects at their positions."""
+    return min_k_score(token_zscores(logprobs, means, sds), k_percent)

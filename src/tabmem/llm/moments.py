@@ -1,0 +1,122 @@
+"""Per-token log-probabilities with the moments of each position's distribution, read through
+the model's response cache (what ``test=min_k_plus_plus`` asks).
+
+Min-K%++ (Zhang et al. 2024) standardises a token's log-probability by the mean and standard
+deviation of log p over the model's whole vocabulary at that position. Only a backend with the
+logits in hand gives those moments (a ``MomentsBackend``, capability ``token_moments``:
+transformers); on the others the test is ``not_applicable`` with ``no_moments_reason``.
+Answers are cached under a key of their own kind, so a score with moments never stands in for
+a plain score or the reverse.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+from tabmem.llm.base import TOKEN_MOMENTS, capabilities_of
+from tabmem.llm.logprobs import DEFAULT_BATCH, ScoreRequest, ScoreResponse, ScoringModel
+
+
+@dataclass
+class MomentResponse(ScoreResponse):
+    """Each token's log-probability (``logprobs``) with the mean and standard deviation of log
+    p over the vocabulary at its position, or the reason there are none."""
+
+    means: list[float] = field(default_factory=list)
+    sds: list[float] = field(default_factory=list)
+
+
+def has_moments(backend: object) -> bool:
+    """Whether a backend gives the moments of each position's distribution."""
+    return TOKEN_MOMENTS in capabilities_of(backend)
+
+
+def no_moments_reason(model: ScoringModel) -> str:
+    """The sentence a test records when the model gives no moments: the generic one, and the
+    backend's own reason where it states one (``moments_unavailable``)."""
+    provider = model.backend.identity.get("provider", "this")
+    why = getattr(model.backend, "moments_unavailable", "")
+    return (
+        f"model '{model.name}' ({provider} backend) gives no mean and spread of the "
+        "log-probabilities over its vocabulary at each token, which Min-K%++ normalises by"
+        + (f" ({why})" if why else "")
+        + "; run a transformers model (for instance model=smollm2-135m-hf)"
+    )
+
+
+def moments_key(identity: dict[str, str], request: ScoreRequest) -> str:
+    """A cache key that neither a completion's nor a plain score's key can equal."""
+    payload = {"identity": identity, "kind": "logprob_moments", "context": request.context}
+    payload["text"] = request.text
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _response(triples: Sequence[Sequence[float]], cached: bool = False) -> MomentResponse:
+    return MomentResponse(
+        logprobs=[float(t[0]) for t in triples],
+        means=[float(t[1]) for t in triples],
+        sds=[float(t[2]) for t in triples],
+        cached=cached,
+    )
+
+
+def score_moments(
+    model: ScoringModel, requests: Sequence[ScoreRequest], description: str
+) -> list[MomentResponse]:
+    """Score every request with its moments, in order: cached answers from the cache, the
+    others in batches of the backend's ``batch_size`` (a backend that ``has_moments``). A
+    batch that fails gives responses with ``error`` set; it never raises."""
+    backend = model.backend
+    keys = [moments_key(backend.identity, r) for r in requests]
+    out: dict[str, MomentResponse] = {}
+    todo: dict[str, ScoreRequest] = {}
+    for key, request in zip(keys, requests, strict=True):
+        if key in out or key in todo:
+            continue
+        hit = model.cache.get(key) if model.cache is not None else None
+        if hit is None:
+            todo[key] = request
+        else:
+            model.stats.add(cache_hits=1)
+            out[key] = _response(json.loads(hit), cached=True)
+    pending = list(todo.items())
+    size = max(1, int(getattr(backend, "batch_size", DEFAULT_BATCH)))
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        disable=not model.show_progress,
+        transient=True,
+    )
+    with progress:
+        task = progress.add_task(f"{model.name}: {description}", total=len(pending))
+        for start in range(0, len(pending), size):
+            chunk = pending[start : start + size]
+            out.update(_score_chunk(model, chunk))
+            progress.advance(task, len(chunk))
+    return [out[key] for key in keys]
+
+
+def _score_chunk(
+    model: ScoringModel, chunk: list[tuple[str, ScoreRequest]]
+) -> dict[str, MomentResponse]:
+    """One batch, scored and cached; a batch that fails answers each request with its error."""
+    model.stats.add(model_calls=len(chunk))
+    try:
+        values = model.backend.logprob_moments_batch([(r.context, r.text) for _, r in chunk])
+    except Exception as exc:
+        model.stats.add(failures=len(chunk))
+        error = f"{type(exc).__name__}: {exc}"
+        return {key: MomentResponse(error=error) for key, _ in chunk}
+    found = {}
+    for (key, _), triples in zip(chunk, values, strict=True):
+        found[key] = _response(triples)
+        if model.cache is not None:
+            model.cache.put(key, model.name, json.dumps([list(t) for t in triples]))
+    return found

@@ -1,0 +1,198 @@
+"""Min-K%++: its statistic, the cached scores with moments, and the test on hand-made files
+with scripted models that give each position's moments."""
+
+import zlib
+from pathlib import Path
+
+import pytest
+from harness import settings_of
+
+from tabmem.battery.base import TestContext, run_test
+from tabmem.battery.min_k_plus_plus import MinKPlusPlus
+from tabmem.data import Dataset, DatasetSpec
+from tabmem.llm.base import LOGPROBS, TOKEN_MOMENTS, capabilities_of
+from tabmem.llm.cache import ResponseCache
+from tabmem.llm.client import LanguageModel
+from tabmem.llm.logprobs import ScoreRequest, score_key
+from tabmem.llm.moments import moments_key, score_moments
+from tabmem.results import Verdict
+from tabmem.stats.likelihood import min_k_plus_plus_score, token_zscores
+from tabmem.stats.min_k import min_k_score
+
+# Values scattered by a multiplicative hash: rows in no order, drawn from a few columns.
+TEXT = "x,y,label\n" + "".join(
+    f"{i * 37 % 101}.{i * 7 % 10},{i * 53 % 97},k{i % 3}\n" for i in range(1, 121)
+)
+ROWS = TEXT.splitlines()[1:]
+
+
+def dataset(text=TEXT, name="toy"):
+    return Dataset(spec=DatasetSpec(name=name, family=name), path=Path("toy.csv"), text=text)
+
+
+class MomentScorer:
+    """One token per character. At each position the model's distribution has a mean and sd
+    of log p set by the character (how sure the model is there); the token's standardised
+    score is set by the character too, plus a per-row wobble of up to ``noise`` and ``bonus``
+    on the rows of ``seen``. ``flat`` lowers the mean and widens the sd on those rows instead:
+    a less certain model at every position of them, with the same standardised scores."""
+
+    def __init__(self, name, seen=(), bonus=0.0, noise=0.05, flat=0.0):
+        self.identity = {"provider": "test", "model": name}
+        self.name, self.seen, self.bonus, self.noise, self.flat = (
+            name,
+            set(seen),
+            bonus,
+            noise,
+            flat,
+        )
+        self.calls = 0
+
+    def triples(self, text):
+        wobble = (zlib.crc32(f"{self.name}|{text}".encode()) % 1000 / 1000 - 0.5) * self.noise
+        seen = text in self.seen
+        out = []
+        for c in text:
+            mean = -(1 + ord(c) % 5) - (self.flat if seen else 0.0)
+            sd = 0.5 + ord(c) % 3 * 0.5 + (self.flat if seen else 0.0)
+            z = (ord(c) % 7 - 3) / 3 + wobble + (self.bonus if seen else 0.0)
+            out.append((mean + sd * z, mean, sd))
+        return out
+
+    def logprobs(self, text, context=""):
+        return [t[0] for t in self.triples(text)]
+
+    def logprob_moments_batch(self, items):
+        self.calls += len(items)
+        return [self.triples(text) for _, text in items]
+
+    def chat(self, messages, params):
+        return ""
+
+    def complete(self, prompt, params):
+        return ""
+
+    def close(self):
+        pass
+
+
+class PlainScorer(MomentScorer):
+    """Token log-probabilities without moments (a vLLM server, the llama.cpp engine)."""
+
+    logprob_moments_batch = None
+    moments_unavailable = "its engine returns the top log-probabilities only"
+
+
+def model(backend, cache=None):
+    return LanguageModel(
+        backend,
+        backend.identity["model"],
+        prompt_form="completion",
+        cache=cache,
+        show_progress=False,
+    )
+
+
+def context(backend, data=None, seed=0, **params):
+    settings = settings_of("min_k_plus_plus", **params)
+    return TestContext(data or dataset(), model(backend), settings, seed)
+
+
+def test_each_token_is_standardised_by_its_positions_moments():
+    assert token_zscores([-1.0, -3.0, -2.0], [-2.0, -2.0, -2.0], [0.5, 2.0, 0.0]) == [2.0, -0.5, 0]
+    with pytest.raises(ValueError, match="one mean and one sd"):
+        token_zscores([-1.0], [-1.0, -2.0], [1.0])
+
+
+def test_the_score_is_the_mean_of_the_lowest_k_percent_of_standardised_tokens():
+    logprobs, means, sds = [-1.0, -4.0, -2.0, -6.0, -1.5], [-2.0] * 5, [1.0, 2.0, 1.0, 2.0, 0.5]
+    # standardised: 1, -1, 0, -2, 1; the lowest 40 % (2 tokens) are -2 and -1
+    assert min_k_plus_plus_score(logprobs, means, sds, 40) == pytest.approx(-1.5)
+    assert min_k_plus_plus_score(logprobs, means, sds, 1) == pytest.approx(-2.0)
+    assert min_k_plus_plus_score(logprobs, means, sds, 100) == pytest.approx(-0.2)
+
+
+def test_a_backend_with_moments_can_do_more_than_one_without():
+    assert TOKEN_MOMENTS in capabilities_of(MomentScorer("m"))
+    plain = capabilities_of(PlainScorer("p"))
+    assert LOGPROBS in plain and TOKEN_MOMENTS not in plain
+
+
+def test_scores_with_moments_are_cached_under_their_own_kind(tmp_path):
+    backend = MomentScorer("m")
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    requests = [ScoreRequest("1,2", "x,y\n"), ScoreRequest("1,2", "x,y\n"), ScoreRequest("3")]
+    first = score_moments(model(backend, cache), requests, "scores")
+    assert backend.calls == 2  # the repeated request is scored once
+    again = score_moments(model(backend, cache), requests, "scores")
+    assert backend.calls == 2 and all(r.cached for r in again)
+    assert [(r.logprobs, r.means, r.sds) for r in again] == [
+        (r.logprobs, r.means, r.sds) for r in first
+    ]
+    assert first[0].means == [t[1] for t in backend.triples("1,2")]
+    assert moments_key(backend.identity, requests[0]) != score_key(backend.identity, requests[0])
+
+
+def test_a_model_that_read_the_file_is_evidence():
+    # A tenth of a standard deviation a token on the real rows: invisible row by row, plain
+    # over 50 pairs.
+    result = MinKPlusPlus().run(context(MomentScorer("tuned", ROWS, bonus=0.1)))
+    assert result.verdict == Verdict.EVIDENCE, result.reason
+    assert result.p_value < 0.01 and result.metrics["pairs_scored"] == 50
+    assert result.n_hits == result.metrics["pairs_won"] > 30
+    record = result.records[0]
+    assert record.extra["tokens_real"] == len(record.expected)
+    real = MomentScorer("tuned", ROWS, bonus=0.1).triples(record.expected)
+    assert record.extra["score_real"] == pytest.approx(
+        min_k_plus_plus_score(*zip(*real, strict=True), 20)
+    )
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_model_that_read_nothing_is_no_evidence(seed):
+    result = MinKPlusPlus().run(context(MomentScorer("base"), seed=seed))
+    assert result.verdict != Verdict.EVIDENCE, result.reason
+    assert result.p_value > 0.01
+
+
+def test_how_sure_the_model_is_at_each_position_is_taken_out():
+    # On the real rows the model is less sure at every position (lower mean, wider spread):
+    # their raw log-probabilities drop well below the twin rows', their standardised scores
+    # do not move. Min-K% on the raw log-probabilities would read this as the twin being more
+    # familiar; Min-K%++ reads the same as for a model that is equally sure everywhere.
+    flat = MomentScorer("base", ROWS, flat=1.0)
+    result = MinKPlusPlus().run(context(flat))
+    base = MinKPlusPlus().run(context(MomentScorer("base")))
+    assert result.metrics["mean_difference"] == pytest.approx(base.metrics["mean_difference"])
+    assert result.p_value == base.p_value and result.verdict != Verdict.EVIDENCE
+    record = result.records[0]
+    raw_real = min_k_score(flat.logprobs(record.expected), 20)
+    raw_twin = min_k_score(flat.logprobs(record.extra["twin"]), 20)
+    assert raw_real < raw_twin - 1
+
+
+def test_a_model_without_moments_is_not_applicable_with_the_reason():
+    result = run_test("min_k_plus_plus", context(PlainScorer("p")))
+    assert result.verdict == Verdict.NOT_APPLICABLE
+    assert "no mean and spread of the log-probabilities" in result.reason
+    assert "top log-probabilities only" in result.reason and not result.records
+
+
+def test_a_model_without_logprobs_is_not_applicable():
+    class Speaker(MomentScorer):
+        logprobs = None
+
+    result = run_test("min_k_plus_plus", context(Speaker("s")))
+    assert result.verdict == Verdict.NOT_APPLICABLE
+    assert "gives no log-probabilities" in result.reason
+
+
+def test_failed_scores_are_failed_queries_not_crashes():
+    class Failing(MomentScorer):
+        def logprob_moments_batch(self, items):
+            raise RuntimeError("device lost")
+
+    result = MinKPlusPlus().run(context(Failing("m"), n_rows=12))
+    assert result.verdict == Verdict.NOT_APPLICABLE
+    assert len(result.records) == 12
+    assert all(r.error and "device lost" in r.error for r in result.records)
