@@ -124,8 +124,8 @@ def dataset_summary(verdicts: Sequence[DatasetOutcome]) -> str:
 
 def _run_config(file: Path) -> dict[str, Any]:
     """What the ``config.yaml`` beside a run's ``queries.json`` (both artifacts of one MLflow
-    run) says its cell was: dataset (a user's file by its path), test, model, transform, seed;
-    {} without one. A suite's config names no single test."""
+    run) says its cell was: dataset (a user's file by its path, and the name the run gave it),
+    test, model, transform, seed; {} without one. A suite's config names no single test."""
     import yaml
 
     from tabmem.data import dataset_specs
@@ -136,9 +136,11 @@ def _run_config(file: Path) -> dict[str, Any]:
         return {}
     dataset, test = cfg.get("dataset") or {}, cfg.get("test") or {}
     name, data_path = dataset.get("name"), dataset.get("path")
+    users_file = bool(data_path) and name not in dataset_specs()
     return {
-        "--dataset": data_path if data_path and name not in dataset_specs() else name,
+        "--dataset": data_path if users_file else name,
         "data_path": data_path,
+        "dataset_name": name if users_file else None,
         "--test": None if is_suite(test) else test.get("name"),
         "--model-name": (cfg.get("model") or {}).get("name"),
         "transform": (cfg.get("transform") or {}).get("name"),
@@ -175,6 +177,7 @@ def _one_file(args: argparse.Namespace) -> str:
         settings=args.set,
         ignore=args.ignore_column,
         data_path=paths.get(str(needed["--dataset"])),
+        dataset_name=None if args.dataset else beside.get("dataset_name"),
         force=args.force,
     )
     located = done.located

@@ -41,13 +41,15 @@ def run_rescore(
     settings: Sequence[str] = (),
     ignore: Sequence[str] = (),
     data_path: Path | None = None,
+    dataset_name: str | None = None,
     force: bool = False,
     quiet: bool = False,
 ) -> Rescored:
     """Rescore a transcript file and log it as an MLflow run of ``experiment`` (a file already
     rescored with the same settings is read back unless ``force``). ``ignore`` names columns of
     a feature table left out as parsing artefacts; ``data_path`` is the file of a dataset that
-    users provide (FICO, Spaceship Titanic)."""
+    users provide (FICO, Spaceship Titanic); ``dataset_name`` names a CSV path given as
+    ``dataset`` (default: the file's stem)."""
     from omegaconf import OmegaConf
     from rich.console import Console
 
@@ -67,7 +69,7 @@ def run_rescore(
     overrides = [f"outputs_dir={outputs_dir}", f"experiment={experiment}", f"seed={seed}"]
     outputs = outputs_path(compose_config(overrides))
     overrides += [
-        *dataset_overrides(dataset, None, outputs),
+        *dataset_overrides(dataset, dataset_name, outputs),
         *([f"dataset.path={override_value(str(data_path.resolve()))}"] if data_path else []),
         f"test={test_name}",
         f"transform={transform}",
