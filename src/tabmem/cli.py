@@ -217,10 +217,7 @@ def report(arguments: Sequence[str], prog: str = "tabmem report") -> int:
     except TabmemError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    shown = (
-        f"{len(matrix.models)} models × {len(matrix.datasets)} datasets, {len(matrix.marks)} marks"
-    )
-    print(f"{shown}: {args.out}")
+    print(f"{matrix.counts}: {args.out}")
     return 0
 
 

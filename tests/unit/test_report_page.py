@@ -10,7 +10,7 @@ import pytest
 from tabmem.cell import Cell
 from tabmem.jobs import CellOutcome
 from tabmem.report.dataset_verdicts import dataset_outcomes
-from tabmem.report.page import load_matrix, write_page
+from tabmem.report.page import load_matrix, render, write_page
 from tabmem.stats.combine import DatasetRule
 from tabmem.tracking.store import TrackingStore
 
@@ -115,6 +115,7 @@ def test_one_experiment_alone(store_uri):
     assert (matrix.models, matrix.datasets) == (["memorizer"], ["iris"])
     (mark,) = matrix.marks
     assert mark.main and mark.url.startswith("http://127.0.0.1:5000/#/experiments/")
+    assert "1 model × 1 dataset; 0 dataset verdicts, 1 test run;" in render(matrix, uri)
 
 
 def test_the_page_is_one_file_with_every_mark_filter_and_escaped_text(store_uri, tmp_path):
@@ -137,7 +138,7 @@ def test_the_page_is_one_file_with_every_mark_filter_and_escaped_text(store_uri,
         options = re.search(rf'<select id="{select}">(.*?)</select>', page).group(1)
         assert re.findall(r'value="([^"]*)"', options)[1:] == values  # after "all"
     assert "(p &lt; 0.01)" in page and "(p < 0.01)" not in page
-    assert "2 models × 3 datasets; 1 dataset verdicts, 5 test runs" in page
+    assert "2 models × 3 datasets; 1 dataset verdict, 5 test runs" in page
 
 
 def test_an_empty_store_gives_an_empty_page(tmp_path):

@@ -60,6 +60,11 @@ class Mark:
         return f"{MARKS.get(self.verdict, '?')} {what}{suffix}"
 
 
+def _count(n: int, noun: str) -> str:
+    """``1 model``, ``2 models``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 @dataclass
 class Matrix:
     """The marks of one store, with the models (rows) and datasets (columns) they fill."""
@@ -79,6 +84,16 @@ class Matrix:
     def cell(self, model: str, dataset: str) -> list[Mark]:
         """The marks of one model × dataset: dataset verdicts first, then tests by name."""
         return list(self._cells.get((model, dataset), []))
+
+    @property
+    def counts(self) -> str:
+        """What the page shows, counted: models × datasets, dataset verdicts and test runs."""
+        verdicts = sum(m.test == DATASET_TEST for m in self.marks)
+        return (
+            f"{_count(len(self.models), 'model')} × {_count(len(self.datasets), 'dataset')}; "
+            f"{_count(verdicts, 'dataset verdict')}, "
+            f"{_count(len(self.marks) - verdicts, 'test run')}"
+        )
 
     def values(self, field: str) -> list[str]:
         """The distinct values of a mark's field (experiment, transform, test), sorted."""
@@ -217,7 +232,8 @@ h1 { font-size: 1.4em; margin: 0 0 .2em; }
 table.matrix { border-collapse: collapse; }
 .matrix th, .matrix td { border: 1px solid #ccc; padding: .35em .5em; vertical-align: top; }
 .matrix thead th { background: #f3f3f3; }
-.matrix tbody th { text-align: left; background: #fafafa; white-space: nowrap; }
+.matrix tbody th { text-align: left; background: #fafafa; white-space: nowrap;
+  vertical-align: middle; }
 .matrix td.empty::after { content: "–"; color: #aaa; }
 a.mark { display: inline-block; margin: .1em; padding: .15em .45em; border-radius: .3em;
   text-decoration: none; color: #fff; white-space: nowrap; font-size: .92em; }
@@ -311,13 +327,10 @@ def render(matrix: Matrix, source: str) -> str:
         rows.append(
             f'<tr data-model="{html.escape(model)}"><th>{html.escape(model)}</th>{cells}</tr>'
         )
-    verdicts = sum(m.test == DATASET_TEST for m in matrix.marks)
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     body = (
         "<h1>Who memorized what</h1>"
-        f'<p class="meta">{len(matrix.models)} models × {len(matrix.datasets)} datasets; '
-        f"{verdicts} dataset verdicts, {len(matrix.marks) - verdicts} test runs; "
-        f"from {html.escape(source)}, {when}.</p>"
+        f'<p class="meta">{matrix.counts}; from {html.escape(source)}, {when}.</p>'
         '<p class="how">Each cell is the dataset verdict of the model on the dataset (its tests '
         "of rows seen, combined); where there is none, each test's own verdict. Hover a mark for "
         "the counts behind it; click it to open its run in the MLflow UI (make ui).</p>"
