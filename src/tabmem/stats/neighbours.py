@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import math
 import random
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -36,6 +37,9 @@ VOTE_SOFTENING = 0.05
 MAX_CATEGORIES = 200
 """Categories beyond a column's 200 most frequent share one code when weighing columns."""
 DISCRETE_VALUES = 30
+RECENT_ARRAYS = 64
+"""Per-row equality and distance arrays a model keeps per thread, most recent first: a
+choice's options and a row's columns ask the same values many times."""
 """A column with at most this many distinct values is answered by its most frequent value
 among the neighbours; one with more (a measurement) by the neighbours' median."""
 
@@ -102,6 +106,24 @@ class NeighbourModel:
         self.n_rows = len(rows)
         self.columns = [Column.of([row[j] for row in rows]) for j in range(width)]
         self.k = k or max(10, round(math.sqrt(self.n_rows)))
+        self._recent: dict[int, OrderedDict[tuple[str, int, str], np.ndarray]] = {}
+
+    def _array(self, kind: str, j: int, value: str) -> np.ndarray:
+        """Column ``j``'s per-row equality with (``kind`` "=") or distance to ("d") ``value``,
+        computed once while it stays among the thread's ``RECENT_ARRAYS`` latest."""
+        recent = self._recent.setdefault(threading.get_ident(), OrderedDict())
+        key = (kind, j, value)
+        found = recent.get(key)
+        if found is not None:
+            recent.move_to_end(key)
+            return found
+        column = self.columns[j]
+        found = column.equal(value) if kind == "=" else column.distance(value)
+        found.flags.writeable = False
+        recent[key] = found
+        if len(recent) > RECENT_ARRAYS:
+            recent.popitem(last=False)
+        return found
 
     @cached_property
     def _binned(self) -> list[np.ndarray]:
@@ -122,7 +144,7 @@ class NeighbourModel:
         """Rows that agree with every given value."""
         agree = np.ones(self.n_rows, dtype=bool)
         for j, value in given.items():
-            agree &= self.columns[j].equal(value)
+            agree &= self._array("=", j, value)
         return agree
 
     def usable(self, given: Mapping[int, str]) -> dict[int, str]:
@@ -156,9 +178,10 @@ class NeighbourModel:
             if agree.sum() <= self.k:
                 allowed &= ~agree
         candidates = np.flatnonzero(allowed)
-        distance = np.zeros(candidates.size)
+        total = np.zeros(self.n_rows)
         for j, value in given.items():
-            distance += self.weight(j, target) * self.columns[j].distance(value)[candidates]
+            total += self.weight(j, target) * self._array("d", j, value)
+        distance = total[candidates]
         if candidates.size > self.k:
             keep = distance <= np.partition(distance, self.k - 1)[self.k - 1]
             candidates, distance = candidates[keep], distance[keep]

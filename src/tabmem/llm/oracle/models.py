@@ -281,9 +281,13 @@ class _Table:
 
     def best_row(self, pairs: Sequence[_Pair], skip: str | None = None) -> int:
         """The first row agreeing with the most of the given (non-empty) values."""
-        known = [(self.column(p.name), _norm(p.value)) for p in pairs if p.value and p.name != skip]
-        rows = self.norm_rows
-        return max(range(len(rows)), key=lambda r: sum(rows[r][j] == v for j, v in known))
+        maps, matrix = self._codes
+        shown = [(self.column(p.name), _norm(p.value)) for p in pairs if p.value and p.name != skip]
+        known = [(j, maps[j].get(v, -1)) for j, v in shown]
+        if not known or not matrix.size:
+            return 0
+        # argmax returns the first of equal counts, as max over the rows in order did.
+        return int(sum(matrix[:, j] == code for j, code in known).argmax())
 
     @cached_property
     def _codes(self) -> tuple[list[dict[str, int]], np.ndarray]:
