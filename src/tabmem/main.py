@@ -87,10 +87,11 @@ def override_problem(arguments: Sequence[str]) -> str | None:
         a.startswith("hydra.searchpath") for a in given
     ):
         return None
+    parser = OverridesParser.create()
     try:
-        parsed = OverridesParser.create().parse_overrides(given)
-    except Exception:  # Hydra says what is wrong with the syntax
-        return None
+        parsed = parser.parse_overrides(given)
+    except Exception:  # Hydra says what is wrong with the syntax, unless quotes would fix it
+        return _unquoted_problem(parser, given)
     settings = [
         o
         for o in parsed
@@ -112,6 +113,29 @@ def override_problem(arguments: Sequence[str]) -> str | None:
             problem = _setting_problem(cfg, override, group)
             if problem:
                 return problem
+    return None
+
+
+def _unquoted_problem(parser: Any, given: list[str]) -> str | None:
+    """One sentence for the first override that Hydra cannot read as written but can with its
+    value quoted (``dataset.delimiter=;``); None where quoting would not help (a list or a
+    dictionary written wrongly: Hydra's own message says where)."""
+    for argument in given:
+        key, _, value = argument.partition("=")
+        if not value or value.startswith(("[", "{", "'", '"')):
+            continue
+        try:
+            parser.parse_overrides([argument])
+        except Exception:
+            quoted = f'{key}="{value}"'
+            try:
+                parser.parse_overrides([quoted])
+            except Exception:
+                continue
+            return (
+                f"Hydra cannot read {argument} unquoted: write '{quoted}' "
+                "(the single quotes keep the double ones from the shell)."
+            )
     return None
 
 

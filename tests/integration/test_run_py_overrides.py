@@ -22,3 +22,20 @@ def test_run_py_names_a_setting_the_test_lacks_in_one_sentence(tmp_path):
     [sentence] = done.stderr.strip().splitlines()
     assert sentence.startswith("run.py: test.num_queries is not a setting of test=header")
     assert not (tmp_path / "mlflow.db").exists()  # refused before any cell ran
+
+
+def test_a_delimiter_hydra_cannot_read_unquoted_is_one_sentence_saying_how_to_quote_it(tmp_path):
+    done = run_python(
+        "run.py",
+        "model=oracle-null",
+        "dataset=csv",
+        "dataset.path=semicolon.csv",
+        "dataset.delimiter=;",
+        f"outputs_dir={tmp_path}",
+        timeout=120,
+    )
+    assert done.returncode == 1
+    assert "LexerNoViableAltException" not in done.stdout + done.stderr
+    [sentence] = done.stderr.strip().splitlines()
+    assert sentence.startswith("run.py: Hydra cannot read dataset.delimiter=; unquoted")
+    assert """'dataset.delimiter=";"'""" in sentence
