@@ -30,3 +30,12 @@ def test_a_table_of_every_experiment_names_none_in_its_command() -> None:
     chosen = MissingCells("paper")
     chosen.add("m1", "iris", "test=header")
     assert chosen.footnote().count("experiment=paper") == 1
+
+
+def test_a_users_own_file_is_named_by_the_path_its_runs_recorded() -> None:
+    missing = MissingCells("", paths={"good": "data/my good.csv"})
+    missing.add("m1", "good", "test=header")
+    missing.add("m1", "other", "test=header")
+    text = missing.footnote()
+    assert "dataset.name=good 'dataset.path=data/my good.csv'`" in text
+    assert "dataset.name=other dataset.path=/path/to/other.csv`" in text  # no path recorded

@@ -4,11 +4,13 @@ A table never invents a number: a cell without a run prints ``-`` and the table'
 names one ``python run.py -m`` sweep over the missing models, datasets and tests. The sweep
 may include cells that already ran; the runner skips those (same configuration, finished, in
 the same experiment: a table read from every experiment names none, so the sweep logs to the
-default one). A user's own file is named as ``dataset=csv`` with its name and a path to fill in.
+default one). A user's own file is named as ``dataset=csv`` with its name and the path its
+runs recorded (a path to fill in where none is known).
 """
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -37,6 +39,7 @@ class MissingCells:
     """Cells a table wanted but found no run for, merged into one sweep."""
 
     experiment: str
+    paths: dict[str, str] = field(default_factory=dict)  # a user's own file: its recorded path
     models: list[str] = field(default_factory=list)
     datasets: list[str] = field(default_factory=list)
     overrides: dict[str, list[str]] = field(default_factory=dict)
@@ -80,9 +83,8 @@ class MissingCells:
             command = self.command(["<name>"]) + " dataset.path=/path/to/file.csv"
             text += f" Fill with `{command}` for each of {', '.join(user)} (files you provide)."
         for name in own:
-            command = (
-                self.command(["csv"]) + f" dataset.name={name} dataset.path=/path/to/{name}.csv"
-            )
+            path = shlex.quote(f"dataset.path={self.paths.get(name) or f'/path/to/{name}.csv'}")
+            command = self.command(["csv"]) + f" dataset.name={name} {path}"
             text += f" Your file {name}: `{command}`."
         return text
 

@@ -13,7 +13,7 @@ from tabmem.report.cell_text import (
     tag,
     with_error,
 )
-from tabmem.report.fill_commands import NO_RUN, MissingCells
+from tabmem.report.fill_commands import NO_RUN
 from tabmem.report.paper_runs import TRANSFORMS, PaperRuns
 from tabmem.report.writers import ReportTable
 
@@ -42,7 +42,7 @@ class _Cells:
 
     def __init__(self, runs: PaperRuns) -> None:
         self.runs = runs
-        self.missing = MissingCells(runs.experiment)
+        self.missing = runs.missing_cells()
         self.sources: list[dict[str, str]] = []
         self.reasons: dict[tuple[str, str], str] = {}
 

@@ -13,14 +13,14 @@ from tabmem.report.cell_text import (
     source,
     tag,
 )
-from tabmem.report.fill_commands import NO_RUN, MissingCells
+from tabmem.report.fill_commands import NO_RUN
 from tabmem.report.paper_runs import PaperRuns
 from tabmem.report.writers import ReportTable
 
 
 def completion_table(runs: PaperRuns) -> ReportTable:
     """Per dataset: the feature asked, then ``k/n`` exact rows and exact values per model."""
-    missing = MissingCells(runs.experiment)
+    missing = runs.missing_cells()
     rows, sources, reasons = [], [], {}
     for dataset in runs.datasets:
         row = {"dataset": dataset, "feature": ""}
@@ -66,7 +66,7 @@ def completion_table(runs: PaperRuns) -> ReportTable:
 
 def first_token_table(runs: PaperRuns) -> ReportTable:
     """Per dataset: each model's first-token accuracy and the data-only baseline accuracy."""
-    missing = MissingCells(runs.experiment)
+    missing = runs.missing_cells()
     rows, sources, reasons = [], [], {}
     for dataset in runs.datasets:
         row: dict[str, str] = {"dataset": dataset}

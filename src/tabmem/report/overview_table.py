@@ -30,7 +30,7 @@ NO_RUN_MARK = f"{NO_RUN}†"
 
 def overview_table(runs: PaperRuns) -> ReportTable:
     """One row per dataset, one column per test; each cell holds one mark per model."""
-    missing = MissingCells(runs.experiment)
+    missing = runs.missing_cells()
     rows, sources = [], []
     columns = {DATASET_TEST: DATASET_TITLE, **overview_tests()}
     for dataset in runs.datasets:

@@ -24,6 +24,7 @@ import yaml
 
 from tabmem.battery.base import claiming, reading_datasets
 from tabmem.paths import conf_dir
+from tabmem.report.fill_commands import MissingCells, dataset_configs
 from tabmem.suites import suite_members
 from tabmem.tracking.runs import latest_finished, load_runs
 
@@ -108,6 +109,19 @@ class PaperRuns:
     def experiment(self) -> str:
         """The experiment a command filling a missing cell should log to."""
         return self.experiments[0] if self.experiments else ""
+
+    def missing_cells(self) -> MissingCells:
+        """No missing cell yet, for a table of these runs: the experiment its command logs to,
+        and the file each user's own dataset was read from (its newest run's
+        ``dataset.path``), so the command runs as written."""
+        paths: dict[str, str] = {}
+        if "param.dataset.path" in self.frame:
+            own = self.frame[~self.frame["dataset"].isin(dataset_configs())]
+            own = own.sort_values("start_time")  # the newest run's path last, so it wins
+            for dataset, path in zip(own["dataset"], own["param.dataset.path"], strict=True):
+                if isinstance(path, str) and path not in ("", "None"):
+                    paths[str(dataset)] = path
+        return MissingCells(self.experiment, paths)
 
     def newest(self) -> pd.DataFrame:
         """One run per (model, dataset, test, transform): the newest at any temperature."""

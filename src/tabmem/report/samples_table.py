@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from tabmem.report.cell_text import fraction, mark, number, percent, source, tag
-from tabmem.report.fill_commands import NO_RUN, MissingCells
+from tabmem.report.fill_commands import NO_RUN
 from tabmem.report.paper_runs import TEMPERATURE, PaperRuns
 from tabmem.report.writers import ReportTable
 
@@ -23,7 +23,7 @@ COLUMNS = (
 
 def samples_table(runs: PaperRuns) -> ReportTable:
     """One row per dataset, model and sampling temperature that was run."""
-    missing = MissingCells(runs.experiment)
+    missing = runs.missing_cells()
     rows, sources = [], []
     for dataset in runs.datasets:
         for model in runs.models:
