@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from tabmem.llm.budget import Budget
     from tabmem.llm.client import Answered, LanguageModel
     from tabmem.results import TestResult
+    from tabmem.tracking.inputs import ShownData
     from tabmem.tracking.traces import QueryLog
 
 _stores: dict[tuple[str, str, Path | None, Path], TrackingStore] = {}
@@ -201,6 +202,7 @@ def run_cell(
         else:
             pending.append((cell, params, test_cfg))
     if pending:
+        _store_of(cfg).use_writer()  # MLflow opens in a helper while the data and model load
         problem = preflight_error(cfg)
         if problem is not None:  # said now, not after the store and the model: seconds, not 30
             console.print(f"[bold red]failed[/] {Cell.from_config(cfg).run_name}: {problem}")
@@ -305,7 +307,7 @@ def _run_pending(
     from tabmem.llm.budget import BudgetReached
     from tabmem.llm.cache import ResponseCache
     from tabmem.llm.registry import build_model
-    from tabmem.tracking.inputs import dataset_input
+    from tabmem.tracking.inputs import ShownData
     from tabmem.tracking.traces import QueryLog
 
     outcomes: list[CellOutcome] = []
@@ -317,7 +319,7 @@ def _run_pending(
             if problem is not None:
                 raise problem
             dataset = apply_transform(load_dataset(cfg.dataset), cfg.transform, int(cfg.seed))
-            data_input = dataset_input(dataset)  # once per cell: every test's run names it
+            data_input = ShownData.of(dataset)  # once per cell: every test's run names it
             model = build_model(
                 cfg.model,
                 cache,
@@ -473,11 +475,11 @@ def log_result(
     queries: QueryLog,
     endpoint: str = "",
     extra_tags: dict[str, str] | None = None,
-    data_input: DatasetInput | None = None,
+    data_input: DatasetInput | ShownData | None = None,
 ) -> CellOutcome:
     """A finished cell: verdict, figures, every query and the config, as one FINISHED run
     (``extra_tags`` mark where its answers came from, such as a transcript; ``data_input``, the
-    data as the model was shown it (``tracking.inputs.dataset_input``), the run's dataset input)."""
+    data as the model was shown it (``tracking.inputs``), the run's dataset input)."""
     import yaml
 
     from tabmem.report.terminal import show_result

@@ -8,7 +8,9 @@ no fsync of the whole database (docs/ui.md has the figures).
 
 Opening the MLflow client costs seconds (importing MLflow and SQLAlchemy), so a store opens
 it on first use: asking a SQLite store whether a cell already finished is one read-only
-query with ``sqlite3``, and a grid whose cells all finished never imports MLflow.
+query with ``sqlite3``, and a grid whose cells all finished never imports MLflow. A process
+about to run cells can hand its writes to a helper process that opens the client meanwhile
+(``use_writer``, ``tabmem.tracking.writer``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ from tabmem.tracking.traces import QueryLog, build_traces, write_traces
 if TYPE_CHECKING:
     from mlflow.entities import DatasetInput, Run
     from mlflow.tracking import MlflowClient
+
+    from tabmem.tracking.inputs import ShownData
+    from tabmem.tracking.writer import StoreKey, StoreWriter
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
@@ -83,6 +88,7 @@ class TrackingStore:
     lock_path: Path
     _client: MlflowClient | None = field(default=None, init=False, repr=False, compare=False)
     _experiment_id: str = field(default="", init=False, repr=False, compare=False)
+    _writer: StoreWriter | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def at(
@@ -106,12 +112,32 @@ class TrackingStore:
             self.artifact_root.mkdir(parents=True, exist_ok=True)
 
     @property
+    def key(self) -> StoreKey:
+        """What a helper process needs to open this store."""
+        root = str(self.artifact_root) if self.artifact_root is not None else None
+        return (self.uri, root, self.experiment, str(self.lock_path))
+
+    def use_writer(self) -> None:
+        """Write runs through this process's MLflow helper, which starts opening the store now
+        (``tabmem.tracking.writer``): for a process that has not imported MLflow and is about
+        to load a cell's data and model meanwhile. A no-op where MLflow is imported already."""
+        from tabmem.tracking.writer import writer_for
+
+        if self._client is None:
+            self._writer = writer_for(self.key)
+
+    @property
     def client(self) -> MlflowClient:
         """The MLflow client, the experiment created (or found) under the lock on first use."""
         if self._client is None:
             self._open()
         assert self._client is not None
         return self._client
+
+    def open_client(self) -> None:
+        """Import MLflow and open the client and the experiment now, not at the first use."""
+        if self._client is None:
+            self._open()
 
     @property
     def experiment_id(self) -> str:
@@ -197,15 +223,35 @@ class TrackingStore:
         start_ms: int | None = None,
         description: str = "",
         queries: QueryLog | None = None,
-        dataset: DatasetInput | None = None,
+        dataset: DatasetInput | ShownData | None = None,
     ) -> str:
         """Write one cell as one run (FINISHED or FAILED) and return its id.
 
         The run starts at ``start_ms`` (the cell's real start) and ends when it is written;
         ``description`` becomes the run's description; ``queries`` become its traces;
-        ``dataset`` its dataset input (``tracking.inputs``).
+        ``dataset`` its dataset input (``tracking.inputs``). With a helper (``use_writer``)
+        and no client open here, the helper writes it.
         """
+        if self._writer is not None and self._client is None:
+            from tabmem.tracking.writer import WriterGone
+
+            arguments = {
+                "run_name": run_name,
+                **{"tags": tags, "params": params, "metrics": metrics, "tables": tables},
+                **{"texts": texts, "failed": failed, "figures": figures, "start_ms": start_ms},
+                **{"description": description, "queries": queries, "dataset": dataset},
+            }
+            try:
+                return self._writer.log_cell(self.key, arguments)
+            except WriterGone as gone:  # written here instead
+                logging.getLogger(__name__).warning("%s; the run is written here", gone)
+                self._writer = None
         from mlflow.entities import Metric, Param, RunTag
+
+        from tabmem.tracking.inputs import ShownData
+
+        if isinstance(dataset, ShownData):
+            dataset = dataset.to_input()
 
         tags = {**tags, **({NOTE_TAG: description} if description else {})}
         with self.locked():
