@@ -22,9 +22,9 @@ from bench_common import add_smoke_flag, composed_test_config
 
 from tabmem.battery.base import TestContext
 from tabmem.battery.row_order import RowOrderSettings, order_signal
+from tabmem.calibrate.run import paper_files
 from tabmem.data import Dataset, dataset_specs, load_dataset
 
-PAPER_FILES = ["iris", "wine", "titanic", "openml-diabetes", "adult", "california-housing"]
 THRESHOLDS = (0.5, 0.2, 0.1, 0.05)
 
 
@@ -50,7 +50,7 @@ def reason_kind(reason: str | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shuffles", type=int, default=20, help="shuffles per file")
-    parser.add_argument("--datasets", nargs="+", default=PAPER_FILES)
+    parser.add_argument("--datasets", nargs="+", default=list(paper_files()))
     add_smoke_flag(parser)
     args = parser.parse_args(argv)
     if args.smoke:

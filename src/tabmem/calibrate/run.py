@@ -49,8 +49,16 @@ from tabmem.jobs import test_plan
 from tabmem.llm.oracle import ORACLES
 from tabmem.llm.oracle.partial import RESTS, Recall
 
-PAPER_FILES = ("adult", "california-housing", "titanic", "openml-diabetes", "wine", "iris")
-"""The six paper files, largest first (jobs on them take longest, so they start first)."""
+
+def paper_files() -> tuple[str, ...]:
+    """The six paper files: the datasets the power grid sweeps (``conf/grid/power.yaml``,
+    where they are declared once)."""
+    from tabmem.paths import conf_dir
+
+    grid = OmegaConf.load(conf_dir() / "grid" / "power.yaml")
+    return tuple(name.strip() for name in str(grid.hydra.sweeper.params.dataset).split(","))
+
+
 SETTINGS = {"default": "test=calibration", "papers": "test=calibration_papers"}
 """The query settings and the suite whose members' configs give each test's counts; a test
 the papers' suite leaves out is asked at its default counts there."""
@@ -96,7 +104,7 @@ class Size:
     query settings, the tests (empty: every test of rows seen) and the negative models (empty:
     every catalog oracle that knows no row)."""
 
-    datasets: tuple[str, ...] = PAPER_FILES
+    datasets: tuple[str, ...] = field(default_factory=paper_files)
     negative_seeds: int = 28
     power_seeds: int = 20
     shares: tuple[float, ...] = SHARES
@@ -277,13 +285,12 @@ def calibrate(
     console = console or Console()
     started = time.perf_counter()
     world = compose_world(size)
+    # Seed by seed, the largest files first (their jobs take longest); loaded here, before
+    # the workers fork, so that they share the parsed files.
+    rows = {d: len(world.dataset(d, "original", 0).rows) for d in size.datasets}
     jobs = sorted(
         plan_jobs(size, world.settings),
-        key=lambda j: (
-            j.seed,
-            PAPER_FILES.index(j.dataset) if j.dataset in PAPER_FILES else 99,
-            -job_cells(j, world.settings),
-        ),
+        key=lambda j: (j.seed, -rows[j.dataset], -job_cells(j, world.settings)),
     )
     total = sum(job_cells(j, world.settings) for j in jobs)
     columns = (
