@@ -3,7 +3,8 @@
 The cell's tests run unchanged against a model that answers only from the cache and counts
 every other request (``tabmem.llm.plan``); no MLflow store is opened and nothing is cached.
 Each test writes ``plan-<test>.json`` into the job folder; the end-of-run summary gathers them
-into one table (``tabmem.report.summary.print_plan``).
+into one table (``tabmem.report.summary.print_plan``), whose note says why a test that cannot
+run on the cell (``not_applicable``) would send nothing.
 """
 
 from __future__ import annotations
@@ -25,6 +26,16 @@ from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.plan import RequestPlan
 from tabmem.llm.registry import build_model
+from tabmem.results import TestResult, Verdict
+
+
+def not_applicable_note(result: TestResult, plan: RequestPlan) -> str:
+    """The note of a test that would send nothing because it cannot run on the cell (a model
+    without log-probabilities, a file too small): its reason, so the bill says why a cell
+    costs nothing. A test that would send requests is judged on unsent answers: no note."""
+    if result.verdict != Verdict.NOT_APPLICABLE or plan.requests:
+        return ""
+    return f"not_applicable: {result.reason}"
 
 
 def plan_cell(cfg: Any, job_dir: Path, console: Console) -> None:
@@ -49,7 +60,7 @@ def plan_cell(cfg: Any, job_dir: Path, console: Console) -> None:
             note = skip_reason(cfg, name)
             if not note:
                 try:
-                    run_test(
+                    result = run_test(
                         name,
                         TestContext(
                             dataset=dataset, model=model, params=test_cfg, seed=int(cfg.seed)
@@ -57,6 +68,8 @@ def plan_cell(cfg: Any, job_dir: Path, console: Console) -> None:
                     )
                 except Exception as exc:
                     note = f"the test stopped on unsent answers: {type(exc).__name__}: {exc}"
+                else:
+                    note = not_applicable_note(result, model.plan)
             row = {**cell.tags(), **model.plan.as_dict(model.price), "note": note[:300]}
             (job_dir / f"plan-{name}.json").write_text(json.dumps(row, indent=2))
             console.print(f"[dim]planned[/] {cell.run_name}: {model.plan.requests} requests")

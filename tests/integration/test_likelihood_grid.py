@@ -17,7 +17,8 @@ pytest.importorskip("transformers")
 from unit.tiny_model import save_tiny_model
 
 QUIET = {"progress": False, "show_queries": False, "quiet": True}
-SMALL = {f"test.{t}.n_rows": 20 for t in ("min_k_prob", "reference_ratio", "zlib_ratio")}
+TESTS = ("min_k_prob", "reference_ratio", "zlib_ratio", "min_k_plus_plus")
+SMALL = {f"test.{t}.n_rows": 20 for t in TESTS}
 
 
 def tiny_config(folder: Path, name: str) -> dict:
@@ -56,8 +57,8 @@ def test_the_suite_scores_a_real_model_against_a_reference_and_joins_the_dataset
         **QUIET,
     )
     found = by_test(results)
-    assert set(found) == {"min_k_prob", "reference_ratio", "zlib_ratio", "dataset"}
-    for name in ("reference_ratio", "zlib_ratio"):
+    assert set(found) == {*TESTS, "dataset"}
+    for name in ("reference_ratio", "zlib_ratio", "min_k_plus_plus"):
         result = found[name]
         assert result.status == "finished", result.message
         # random weights read no file: whatever they prefer, it is not iris's rows
@@ -75,8 +76,8 @@ def test_the_suite_scores_a_real_model_against_a_reference_and_joins_the_dataset
     verdict = found["dataset"]
     assert verdict.scope == "dataset"
     assert verdict.verdict in {"no_evidence", "ambiguous"}, verdict.reason
-    assert verdict.n_queries == 3  # the tests it combined
-    for name in ("reference_ratio", "zlib_ratio"):
+    assert verdict.n_queries == 4  # the tests it combined
+    for name in ("reference_ratio", "zlib_ratio", "min_k_plus_plus"):
         assert verdict.metrics[f"p_value.{name}"] == pytest.approx(found[name].p_value)
 
 
@@ -85,7 +86,7 @@ def test_a_model_without_logprobs_gets_the_reason_in_every_cell(tmp_path):
         "oracle-memorizer", "iris", "likelihood", outputs_dir=str(tmp_path), **QUIET
     )
     found = by_test(results)
-    for name in ("min_k_prob", "reference_ratio", "zlib_ratio"):
+    for name in TESTS:
         assert found[name].verdict == "not_applicable"
         assert "gives no log-probabilities" in found[name].reason
     assert found["dataset"].verdict == "not_applicable"

@@ -1,15 +1,20 @@
 """Min-K%++: its statistic, the cached scores with moments, and the test on hand-made files
 with scripted models that give each position's moments."""
 
+import io
+import json
 import zlib
 from pathlib import Path
 
 import pytest
 from harness import settings_of
+from rich.console import Console
 
+from tabmem.api import compose_config
 from tabmem.battery.base import TestContext, run_test
 from tabmem.battery.min_k_plus_plus import MinKPlusPlus
 from tabmem.data import Dataset, DatasetSpec
+from tabmem.dry_run import plan_cell
 from tabmem.llm.base import LOGPROBS, TOKEN_MOMENTS, capabilities_of
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
@@ -196,3 +201,21 @@ def test_failed_scores_are_failed_queries_not_crashes():
     assert result.verdict == Verdict.NOT_APPLICABLE
     assert len(result.records) == 12
     assert all(r.error and "device lost" in r.error for r in result.records)
+
+
+def test_a_dry_run_of_the_likelihood_suite_on_an_api_model_says_why_each_test_sends_nothing(
+    tmp_path, monkeypatch
+):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    cfg = compose_config(
+        ["model=gpt-4o", "dataset=iris", "test=likelihood", f"outputs_dir={tmp_path}"]
+    )
+    plan_cell(cfg, tmp_path / "job", Console(file=io.StringIO()))
+    notes = {
+        path.stem.removeprefix("plan-"): json.loads(path.read_text())
+        for path in (tmp_path / "job").glob("plan-*.json")
+    }
+    assert set(notes) == {"min_k_prob", "reference_ratio", "zlib_ratio", "min_k_plus_plus"}
+    for row in notes.values():
+        assert row["requests"] == 0
+        assert row["note"].startswith("not_applicable: model 'gpt-4o' (litellm backend) gives no")
