@@ -63,8 +63,11 @@ class LocalServer:
         if self._httpd is None:
             self._before_start()
             self._httpd = AppHTTPServer((HOST, self._port), self.handler, self, self.queue_size)
-            self._thread = threading.Thread(
-                target=self._httpd.serve_forever, name=self.thread_name, daemon=True
+            self._thread = threading.Thread(  # polled every 50 ms: stop() waits that, not 0.5 s
+                target=self._httpd.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name=self.thread_name,
+                daemon=True,
             )
             self._thread.start()
         return self
