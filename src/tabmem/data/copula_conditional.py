@@ -231,6 +231,16 @@ class _Evidence:
         self.scores: list[list[float]] = [[] for _ in views]
         self.added: set[int] = set()
 
+    def copy(self) -> _Evidence:
+        """The same evidence, to add more to without changing this one."""
+        twin = _Evidence.__new__(_Evidence)
+        twin.model, twin.views = self.model, self.views
+        twin.log_weight = self.log_weight.copy()
+        twin.observed = [list(o) for o in self.observed]
+        twin.scores = [list(s) for s in self.scores]
+        twin.added = set(self.added)
+        return twin
+
     def live(self) -> list[int]:
         """The strata the evidence has not ruled out."""
         return [h for h, w in enumerate(self.log_weight) if w > -math.inf]
@@ -292,6 +302,11 @@ class _Evidence:
             mean, sd = view.conditional(k, self.observed[h], self.scores[h])
             terms.append(math.log(max(weight, TINY)) + view.log_mass(k, value, mean, sd))
         return float(logsumexp(terms))
+
+
+Prefixes = dict[tuple[object, ...], _Evidence]
+"""Evidences of records' leading values, kept while records share them
+(``CopulaConditionals.log_probs_given_rest``)."""
 
 
 class CopulaConditionals:
@@ -395,6 +410,47 @@ class CopulaConditionals:
         for j in sorted(given):
             found.add(j, given[j])
         return found
+
+    def log_probs_given_rest(
+        self,
+        record: Mapping[int, str],
+        columns: Sequence[int],
+        left_out: Collection[int] = (),
+        prefixes: Prefixes | None = None,
+    ) -> list[float]:
+        """For each of ``columns``, log P(its value | the record's other values) in the file
+        without ``left_out``: what ``evidence(others, left_out).log_prob`` gives, with the
+        evidence of the values before each column (in column order) built once and copied.
+        ``prefixes`` keeps those evidences across records that begin with the same values
+        (the options of one question)."""
+        prefixes = {} if prefixes is None else prefixes
+        gone = frozenset(left_out)
+        order = sorted(record)
+        out = []
+        for j in columns:
+            at = order.index(j)
+            found = self._prefix(gone, tuple((c, record[c]) for c in order[:at]), prefixes).copy()
+            for c in order[at + 1 :]:
+                found.add(c, record[c])
+            out.append(found.log_prob(j, record[j]))
+        return out
+
+    def _prefix(
+        self,
+        left_out: frozenset[int],
+        values: tuple[tuple[int, str], ...],
+        prefixes: Prefixes,
+    ) -> _Evidence:
+        """The evidence of ``values`` (added in their order), kept in ``prefixes``."""
+        key = (left_out, *values)
+        if key not in prefixes:
+            if values:
+                found = self._prefix(left_out, values[:-1], prefixes).copy()
+                found.add(*values[-1])
+            else:
+                found = _Evidence(self, self._views(left_out))
+            prefixes[key] = found
+        return prefixes[key]
 
     def probabilities(
         self, column: int, evidence: _Evidence, left_out: Collection[int] = ()

@@ -35,7 +35,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from tabmem.data.copula_conditional import CopulaConditionals
+from tabmem.data.copula_conditional import CopulaConditionals, Prefixes
 from tabmem.data.dataset import Dataset
 from tabmem.data.values import normalize_value
 from tabmem.stats.neighbours import NeighbourModel
@@ -204,11 +204,9 @@ class ValuePredictors:
         columns): each option's sum of the copula's conditional log probabilities of those
         values given the option's other values, without data row ``row``."""
         known = self.copula
+        prefixes: Prefixes = {}
         return [
-            sum(
-                known.evidence({i: v for i, v in o.items() if i != j}, [row]).log_prob(j, o[j])
-                for j in mine
-            )
+            sum(known.log_probs_given_rest(o, list(mine), [row], prefixes))
             for o, mine in zip(options, scored, strict=True)
         ]
 

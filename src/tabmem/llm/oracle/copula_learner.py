@@ -34,7 +34,7 @@ import random
 import threading
 from collections.abc import Collection, Mapping, Sequence
 
-from tabmem.data.copula_conditional import CopulaConditionals
+from tabmem.data.copula_conditional import CopulaConditionals, Prefixes
 from tabmem.data.csvtext import raw_fields
 from tabmem.data.dataset import Dataset
 from tabmem.data.values import normalize_value
@@ -135,12 +135,12 @@ class CopulaOracle(Oracle):
             if all(j in r and normalize_value(r[j]) == normalize_value(v) for r in records[1:])
         }
         left_out = known.asked(shared)
+        prefixes: Prefixes = {}
         scores = []
         for record, mine in zip(records, own, strict=True):
             total = 0.0
-            for j in mine:
-                others = {i: v for i, v in record.items() if i != j}
-                total += known.evidence(others, left_out).log_prob(j, record[j])
+            for term in known.log_probs_given_rest(record, list(mine), left_out, prefixes):
+                total += term
             scores.append(total)
         return scores
 
