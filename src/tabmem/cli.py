@@ -202,8 +202,8 @@ def report(arguments: Sequence[str], prog: str = "tabmem report") -> int:
     )
     parser.add_argument(
         "--ui-url",
-        default="http://127.0.0.1:5000",
-        help="MLflow UI the marks link to (default: %(default)s)",
+        help="MLflow UI the marks link to (default: a tracking server's own, else "
+        "http://127.0.0.1:5000, where make ui serves it)",
     )
     parser.add_argument(
         "--out", default="outputs/report.html", type=Path, help="(default: %(default)s)"

@@ -10,7 +10,7 @@ import pytest
 from tabmem.cell import Cell
 from tabmem.jobs import CellOutcome
 from tabmem.report.dataset_verdicts import dataset_outcomes
-from tabmem.report.page import load_matrix, render, write_page
+from tabmem.report.page import load_matrix, render, ui_url_for, write_page
 from tabmem.stats.combine import DatasetRule
 from tabmem.tracking.store import TrackingStore
 
@@ -148,3 +148,9 @@ def test_an_empty_store_gives_an_empty_page(tmp_path):
     matrix = write_page(store.uri, out)
     assert (matrix.models, matrix.datasets, matrix.marks) == ([], [], [])
     assert "No finished run with a verdict in this store." in out.read_text(encoding="utf-8")
+
+
+def test_marks_link_to_a_tracking_servers_own_ui_else_to_make_uis():
+    assert ui_url_for("http://mlflow.example:5000/") == "http://mlflow.example:5000"
+    assert ui_url_for("https://mlflow.example") == "https://mlflow.example"
+    assert ui_url_for("sqlite:////tmp/outputs/mlflow.db") == "http://127.0.0.1:5000"

@@ -348,14 +348,23 @@ def render(matrix: Matrix, source: str) -> str:
     )
 
 
+def ui_url_for(tracking_uri: str) -> str:
+    """Where the marks link by default: a tracking server's own UI, else where ``make ui``
+    serves a local store's."""
+    if tracking_uri.startswith(("http://", "https://")):
+        return tracking_uri.rstrip("/")
+    return DEFAULT_UI_URL
+
+
 def write_page(
     tracking_uri: str,
     out: Path,
     experiments: Sequence[str] | None = None,
-    ui_url: str = DEFAULT_UI_URL,
+    ui_url: str | None = None,
 ) -> Matrix:
-    """Write the page of the store's runs (``experiments``, else all) to ``out``; its matrix."""
-    matrix = load_matrix(tracking_uri, experiments, ui_url)
+    """Write the page of the store's runs (``experiments``, else all) to ``out``, its marks
+    linking to ``ui_url`` (default: ``ui_url_for`` the store); its matrix."""
+    matrix = load_matrix(tracking_uri, experiments, ui_url or ui_url_for(tracking_uri))
     source = tracking_uri + (f" (experiments: {', '.join(experiments)})" if experiments else "")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render(matrix, source), encoding="utf-8")
