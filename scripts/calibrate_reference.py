@@ -4,6 +4,9 @@
     python scripts/calibrate_reference.py --smoke         # seconds: one file, three tests
     python scripts/calibrate_reference.py --negative-seeds 10 --power-seeds 5 --rests learner
     python scripts/calibrate_reference.py --from-cells outputs/calibration/reference_cells.csv
+    python scripts/calibrate_reference.py --first-seed 14 --negative-seeds 14 --out more/
+    python scripts/calibrate_reference.py --from-cells outputs/calibration/reference_cells.csv \
+        more/reference_cells.csv                          # the two runs' tables together
 
 Writes reference_cells.csv, reference_dataset_verdicts.csv, reference_fpr.md,
 reference_power.md and reference_power.png into --out (outputs/calibration/) and prints the
@@ -47,6 +50,11 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         help=f"seeds per share of the power grid (default {default.power_seeds})",
     )
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        help="the first seed of both grids (default 0): runs with other seeds add up",
+    )
     parser.add_argument("--shares", type=_list, help="shares known, comma-separated")
     parser.add_argument(
         "--rests", type=_list, help="rests of the partial memorizer, comma-separated"
@@ -66,19 +74,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--from-cells",
         type=Path,
-        help="write the tables of a reference_cells.csv again instead of running cells",
+        nargs="+",
+        help="write the tables of one or more reference_cells.csv again (a cell that several "
+        "hold counted once) instead of running cells",
     )
     parser.add_argument(
         "--out", type=Path, default=ROOT / "outputs" / "calibration", help="output folder"
     )
     args = parser.parse_args(argv)
     if args.from_cells:
-        tabulate(read_cells(args.from_cells), args.out, Console())
+        tabulate(read_cells(*args.from_cells), args.out, Console())
         return 0
     size = SIZES["smoke" if args.smoke else "default"]
     changes = {
         "negative_seeds": args.negative_seeds,
         "power_seeds": args.power_seeds,
+        "first_seed": args.first_seed,
         "shares": tuple(float(s) for s in args.shares) if args.shares else None,
         "rests": args.rests,
         "settings": args.settings,

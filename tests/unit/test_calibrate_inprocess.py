@@ -173,3 +173,28 @@ def test_no_job_starts_after_the_deadline() -> None:
     rows, ran = run_jobs(world, jobs[:1], 1, advanced.append)
     assert ran == 1
     assert advanced == [len(rows)] and rows
+
+
+def test_runs_from_other_seeds_add_up_and_overlaps_count_once(smoke, tmp_path) -> None:
+    outcome, out, _ = smoke
+    size = replace(SIZES["smoke"], first_seed=5, negative_seeds=2, power_seeds=1)
+    world = compose_world(size)
+    seeds = {
+        (j.seed, j.transform, bool(j.models[-1].recall)) for j in plan_jobs(size, world.settings)
+    }
+    # negatives at seeds 5 and 6 (real file and twin), the partial memorizer at seed 5 only
+    assert seeds == {
+        (5, "original", True),
+        (5, "twin", False),
+        (6, "original", False),
+        (6, "twin", False),
+    }
+    moved = tmp_path / "moved.csv"
+    with (out / "reference_cells.csv").open() as src, moved.open("w", newline="") as dst:
+        rows = list(csv.DictReader(src))
+        writer = csv.DictWriter(dst, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows({**r, "seed": int(r["seed"]) + 1} for r in rows)
+    both = read_cells(out / "reference_cells.csv", moved, out / "reference_cells.csv")
+    assert len(both) == 2 * len(outcome.cells)
+    assert {c["seed"] for c in both} == {0, 1}

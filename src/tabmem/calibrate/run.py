@@ -100,13 +100,15 @@ VERDICT_FIELDS = (
 
 @dataclass(frozen=True)
 class Size:
-    """How much to run: files, seeds of the negatives and of the power grid, shares, rests,
-    query settings, the tests (empty: every test of rows seen) and the negative models (empty:
-    every catalog oracle that knows no row)."""
+    """How much to run: files, seeds of the negatives and of the power grid (counted from
+    ``first_seed``, so that runs on several machines or at several times add up), shares,
+    rests, query settings, the tests (empty: every test of rows seen) and the negative models
+    (empty: every catalog oracle that knows no row)."""
 
     datasets: tuple[str, ...] = field(default_factory=paper_files)
     negative_seeds: int = 28
     power_seeds: int = 20
+    first_seed: int = 0
     shares: tuple[float, ...] = SHARES
     rests: tuple[str, ...] = tuple(RESTS)
     settings: tuple[str, ...] = tuple(SETTINGS)
@@ -190,11 +192,12 @@ def plan_jobs(size: Size, settings: dict[str, dict[str, Any]]) -> list[Job]:
             own = tuple(t for t in tests if settings[setting][t] != settings[first][t])
         also = tuple(s for s in size.settings if s != setting) if setting == first else ()
         for dataset in size.datasets:
-            for seed in range(max(size.negative_seeds, size.power_seeds)):
+            for nth in range(max(size.negative_seeds, size.power_seeds)):
+                seed = size.first_seed + nth
                 models: list[ModelSpec] = []
-                if seed < size.negative_seeds:
+                if nth < size.negative_seeds:
                     models += [ModelSpec(name) for name in negatives(size)]
-                if seed < size.power_seeds:
+                if nth < size.power_seeds:
                     models += [
                         ModelSpec("oracle-partial", Recall(share, seed, "random", rest))
                         for rest in size.rests
@@ -202,7 +205,7 @@ def plan_jobs(size: Size, settings: dict[str, dict[str, Any]]) -> list[Job]:
                     ]
                 if models and own:
                     jobs.append(Job(dataset, "original", seed, setting, tuple(models), own, also))
-                if seed < size.negative_seeds and own:
+                if nth < size.negative_seeds and own:
                     twin = (ModelSpec(TWIN_MODEL),)
                     jobs.append(Job(dataset, "twin", seed, setting, twin, own, also))
     return jobs
@@ -337,10 +340,21 @@ def tabulate(
     return outcome
 
 
-def read_cells(path: Path) -> list[dict[str, Any]]:
-    """The cells of a ``reference_cells.csv`` with their numbers typed again."""
-    with path.open(newline="") as handle:
-        rows = list(csv.DictReader(handle))
+CELL_KEY = ("model", "rest", "dataset", "transform", "test", "setting", "seed", "share")
+"""What names a cell: runs whose seeds overlap give the same cell twice, counted once."""
+
+
+def read_cells(*paths: Path) -> list[dict[str, Any]]:
+    """The cells of one or more ``reference_cells.csv`` with their numbers typed again; a
+    cell that several files hold (the same ``CELL_KEY``) once."""
+    rows, seen = [], set()
+    for path in paths:
+        with path.open(newline="") as handle:
+            for row in csv.DictReader(handle):
+                key = tuple(row[name] for name in CELL_KEY)
+                if key not in seen:
+                    seen.add(key)
+                    rows.append(row)
     for row in rows:
         row["seed"] = int(row["seed"])
         row["share"] = float(row["share"]) if row["share"] else ""
