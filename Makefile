@@ -12,7 +12,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 export MLFLOW_DISABLE_TELEMETRY := true
 export HF_HUB_OFFLINE := 1
 
-.PHONY: demo test test-slow test-fast install install-demo lint ui ui-serve browser data-check clean-outputs help paper-tables lab calibrate calibrate-reference rescore-published
+.PHONY: demo test test-slow test-fast install install-demo lint ui ui-serve browser data-check clean-outputs help paper-tables lab calibrate calibrate-reference calibrate-power rescore-published
 
 help:
 	@echo "make demo       install into $(VENV) and run the demo grid on the embedded model"
@@ -29,6 +29,8 @@ help:
 	@echo "make rescore-published RESULTS=DIR  the papers' published answers rescored, beside their marks"
 	@echo "make lab        contamination lab: plant datasets in a small model, measure TPR/FPR"
 	@echo "make calibrate  every test's false- and true-positive rates on hard negatives and positives"
+	@echo "make calibrate-reference  false positives of the reference negatives, in-process"
+	@echo "make calibrate-power      power on the partial memorizers, in-process"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -129,13 +131,17 @@ calibrate: install
 	$(TABMEM) run +grid=power progress=false show_queries=false $(POWER_ARGS)
 	$(TABMEM) calibration
 
-# The reference part of calibration in-process (docs: scripts/calibrate_reference.py): every
-# test of rows seen on the reference negatives and partial memorizers, at the default and the
-# papers' query counts, on two worker processes; reference_fpr.md, reference_power.md and
-# reference_power.png in outputs/calibration/. REFERENCE_ARGS="--smoke" runs it in seconds.
+# The reference part of calibration in-process (docs/calibration.md): every test of rows seen
+# and the dataset verdict at the default and the papers' query counts, on two worker
+# processes, into outputs/calibration/. calibrate-reference: the false positives (504
+# negative cells per test and setting); calibrate-power: the partial memorizers' power.
+# REFERENCE_ARGS passes options to both, e.g. "--size smoke" (seconds) or "--minutes 30".
 REFERENCE_ARGS ?=
 calibrate-reference: install
 	$(PY) scripts/calibrate_reference.py $(REFERENCE_ARGS)
+
+calibrate-power: install
+	$(PY) scripts/calibrate_reference.py --size power --out outputs/calibration/power $(REFERENCE_ARGS)
 
 data-check: install-demo
 	$(PY) scripts/data_provenance.py

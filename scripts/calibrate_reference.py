@@ -1,21 +1,22 @@
 """Calibrate the tests of rows seen against the reference models, in this process.
 
-    python scripts/calibrate_reference.py                 # the default size (about 45 minutes)
-    python scripts/calibrate_reference.py --smoke         # seconds: one file, three tests
-    python scripts/calibrate_reference.py --negative-seeds 10 --power-seeds 5 --rests learner
-    python scripts/calibrate_reference.py --from-cells outputs/calibration/reference_cells.csv
-    python scripts/calibrate_reference.py --first-seed 14 --negative-seeds 14 --out more/
+    python scripts/calibrate_reference.py                      # negatives: the false positives
+    python scripts/calibrate_reference.py --size power         # the partial memorizers' power
+    python scripts/calibrate_reference.py --size smoke         # seconds: one file, two tests
+    python scripts/calibrate_reference.py --negative-seeds 4 --rests learner --minutes 20
+    python scripts/calibrate_reference.py --first-seed 14 --out more/   # 14 seeds more
     python scripts/calibrate_reference.py --from-cells outputs/calibration/reference_cells.csv \
-        more/reference_cells.csv                          # the two runs' tables together
+        more/reference_cells.csv                               # the two runs' tables together
 
 Writes reference_cells.csv, reference_dataset_verdicts.csv, reference_fpr.md,
 reference_power.md and reference_power.png into --out (outputs/calibration/) and prints the
-false-positive table and the time.
+false-positive table and the time. Sizes: ``tabmem.calibrate.run.SIZES``.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from dataclasses import replace
@@ -38,17 +39,22 @@ def _list(text: str) -> tuple[str, ...]:
 def main(argv: list[str] | None = None) -> int:
     """Parse the options, run the size they describe, return the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    default = SIZES["default"]
-    parser.add_argument("--smoke", action="store_true", help="the smoke size (seconds)")
+    default = SIZES["negatives"]
+    parser.add_argument(
+        "--size",
+        choices=tuple(SIZES),
+        default="negatives",
+        help="what to run, before the options below change it (default negatives)",
+    )
     parser.add_argument(
         "--negative-seeds",
         type=int,
-        help=f"seeds of the negatives (default {default.negative_seeds})",
+        help=f"seeds of the negatives ({default.negative_seeds} in size negatives)",
     )
     parser.add_argument(
         "--power-seeds",
         type=int,
-        help=f"seeds per share of the power grid (default {default.power_seeds})",
+        help=f"seeds per share of the power grid ({SIZES['power'].power_seeds} in size power)",
     )
     parser.add_argument(
         "--first-seed",
@@ -68,8 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--minutes",
         type=float,
-        default=45.0,
-        help="start no job after this many minutes; the tables count what ran (default 45)",
+        default=math.inf,
+        help="start no job after this many minutes; the tables count what ran (default: none)",
     )
     parser.add_argument(
         "--from-cells",
@@ -85,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_cells:
         tabulate(read_cells(*args.from_cells), args.out, Console())
         return 0
-    size = SIZES["smoke" if args.smoke else "default"]
+    size = SIZES[args.size]
     changes = {
         "negative_seeds": args.negative_seeds,
         "power_seeds": args.power_seeds,

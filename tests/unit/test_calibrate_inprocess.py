@@ -4,8 +4,10 @@ verdicts' grouping, and the shared plan giving what ``run_test`` gives."""
 from __future__ import annotations
 
 import csv
+import importlib.util
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -198,3 +200,27 @@ def test_runs_from_other_seeds_add_up_and_overlaps_count_once(smoke, tmp_path) -
     both = read_cells(out / "reference_cells.csv", moved, out / "reference_cells.csv")
     assert len(both) == 2 * len(outcome.cells)
     assert {c["seed"] for c in both} == {0, 1}
+
+
+def _script():
+    path = Path(__file__).resolve().parents[2] / "scripts" / "calibrate_reference.py"
+    spec = importlib.util.spec_from_file_location("calibrate_reference", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_script_tabulates_recorded_cells_and_refuses_an_unknown_size(
+    smoke, tmp_path, capsys
+) -> None:
+    outcome, out, _ = smoke
+    script = _script()
+    cells = out / "reference_cells.csv"
+    assert script.main(["--from-cells", str(cells), str(cells), "--out", str(tmp_path)]) == 0
+    assert "tabulated from recorded cells" in capsys.readouterr().out
+    with (tmp_path / "reference_cells.csv").open() as handle:
+        assert len(list(csv.DictReader(handle))) == len(outcome.cells)
+    with pytest.raises(SystemExit):
+        script.main(["--size", "everything"])
+    assert "invalid choice: 'everything'" in capsys.readouterr().err
