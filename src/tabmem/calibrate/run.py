@@ -25,11 +25,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from tabmem.api import compose_config
+from tabmem.battery.base import needs_of
 from tabmem.calibrate.cells import (
     NEGATIVE_ORACLES,
     TWIN_MODEL,
     Job,
     ModelSpec,
+    OracleObjectBackend,
     World,
     rows_seen_tests,
     run_job,
@@ -46,6 +48,7 @@ from tabmem.calibrate.tables import (
     power_rows,
 )
 from tabmem.jobs import test_plan
+from tabmem.llm.base import capabilities_of
 from tabmem.llm.oracle import ORACLES
 from tabmem.llm.oracle.partial import RESTS, Recall
 
@@ -63,10 +66,6 @@ SETTINGS = {"default": "test=calibration", "papers": "test=calibration_papers"}
 """The query settings and the suite whose members' configs give each test's counts; a test
 the papers' suite leaves out is asked at its default counts there."""
 SHARES = (0.02, 0.05, 0.1, 0.2, 0.4)
-LOG_PROBABILITY_TESTS = {
-    "min_k_prob": "not applicable on oracles (needs log-probabilities)",
-    "row_order": "not applicable on oracles (needs log-probabilities)",
-}
 CELL_FIELDS = (
     "model",
     "rest",
@@ -383,8 +382,14 @@ def _plain_progress(console: Console, total: int, started: float) -> Callable[[i
 
 
 def inapplicable_reasons() -> dict[str, str]:
-    """Why a test has no applicable cell on a reference model."""
-    return {**LOG_PROBABILITY_TESTS}
+    """Why a test of rows seen has no applicable cell on the reference models: it needs a
+    capability (read from its declaration) that answers in text do not give."""
+    oracles = capabilities_of(OracleObjectBackend)
+    return {
+        test: f"not applicable on oracles (needs {' or '.join(sorted(needs))})"
+        for test in rows_seen_tests()
+        if not (needs := needs_of(test)) & oracles
+    }
 
 
 def write_outputs(outcome: Outcome, out: Path) -> list[Path]:
