@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -72,22 +73,43 @@ class SampleStatistics:
     known_values_by_feature: dict[str, float]
 
 
+@dataclass(frozen=True)
+class _Reference:
+    """What samples are compared with on a file and seed, whichever model wrote them: the
+    coded data, the chances of a copy by marginal and by joint draws, and real rows' best
+    matches among the other rows."""
+
+    table: CodedTable
+    marginal: float
+    joint: float
+    real_best: np.ndarray
+
+
+@lru_cache(maxsize=4)
+def _reference(dataset: Dataset, seed: int, chance_draws: int, real_rows: int) -> _Reference:
+    """The file's ``_Reference``, computed once for all the models asked on it with this seed
+    (a ``Dataset`` is hashed by identity, and a loaded file is one object)."""
+    rng = random.Random(seed)
+    values = data_values(dataset)
+    table = CodedTable.from_rows(values)
+    marginal = copy_chance(table, chance_draws, rng)
+    joint = joint_copy_chance(values, table, chance_draws, random.Random(f"joint:{seed}"))
+    picks = rng.sample(range(table.codes.shape[0]), min(real_rows, table.codes.shape[0]))
+    return _Reference(table, marginal, joint, real_row_best_matches(table, picks))
+
+
 def sample_statistics(
     dataset: Dataset, draw: SampleDraw, seed: int, chance_draws: int, real_rows: int
 ) -> SampleStatistics:
     """Copies, best n-gram matches beside real rows', and values known to the data."""
-    rng = random.Random(seed)
-    values = data_values(dataset)
-    table = CodedTable.from_rows(values)
+    reference = _reference(dataset, seed, chance_draws, real_rows)
+    table, marginal, joint = reference.table, reference.marginal, reference.joint
     complete = draw.complete
     samples = np.array([table.encode([o.values[n] for n in draw.names]) for o in complete])
     samples = samples.reshape(len(complete), table.n_features)
     n_copies = int(copied(table, samples).sum())
-    marginal = copy_chance(table, chance_draws, rng)
-    joint = joint_copy_chance(values, table, chance_draws, random.Random(f"joint:{seed}"))
     sample_best = best_matches(table, samples)
-    picks = rng.sample(range(table.codes.shape[0]), min(real_rows, table.codes.shape[0]))
-    real_best = real_row_best_matches(table, picks)
+    real_best = reference.real_best
     closeness = 1.0
     if len(sample_best) and len(real_best):
         closeness = float(stats.mannwhitneyu(sample_best, real_best, alternative="greater").pvalue)
