@@ -1,0 +1,128 @@
+"""A grid's reaper: the processes a grid's launcher started die with it.
+
+Killed by its pid alone (``kill -9 $!``), a launcher leaves its joblib workers to another
+parent. A worker running a cell stops itself (``runner.die_with_launcher``), but one still
+starting, or between cells, has nothing watching and waits minutes for work that never comes.
+So at the start of a grid the launcher starts this small process (``GridReaper``, a Hydra
+callback), which notes the launcher's living descendants five times a second; when the launcher
+dies without writing that the grid is over, the reaper kills every process it noted and ends.
+Linux only (it reads ``/proc``); elsewhere no reaper starts.
+
+    python -m tabmem.reaper <launcher pid>     # started by the launcher, its stdin a pipe
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+
+PROC = Path("/proc")
+DONE = b"done\n"
+
+
+def _stats() -> dict[int, list[str]]:
+    """Each living process's ``/proc/<pid>/stat`` fields after its name (state first, then
+    parent, process group …; the start time is field 19 of these)."""
+    found = {}
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # it ended meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if fields[0] != "Z":
+            found[int(entry.name)] = fields
+    return found
+
+
+def descendants(root: int) -> set[int]:
+    """The pids of ``root``'s living descendants, read from ``/proc``."""
+    children: dict[int, list[int]] = {}
+    for pid, fields in _stats().items():
+        children.setdefault(int(fields[1]), []).append(pid)
+    found: set[int] = set()
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def orphans(group: str, since: int) -> set[int]:
+    """Processes handed to init (parent 1) in process group ``group`` that started at
+    ``since`` (clock ticks after boot) or later: children of a launcher that died before the
+    last look noted them."""
+    return {
+        pid
+        for pid, fields in _stats().items()
+        if fields[1] == "1" and fields[2] == group and int(fields[19]) >= since
+    }
+
+
+def watch(launcher: int, poll_s: float = 0.2) -> set[int]:
+    """Note the launcher's descendants until its pipe on stdin says the grid is over (then
+    kill nothing) or closes without saying so (the launcher died: kill those last noted, and
+    its orphans); the pids killed."""
+    me, noted, said = os.getpid(), set(), b""
+    itself = _stats().get(launcher)
+    if itself is None:
+        return set()
+    group, since = itself[2], int(itself[19])
+    while True:
+        ready, _, _ = select.select([0], [], [], poll_s)
+        if ready:
+            chunk = os.read(0, 64)
+            said += chunk
+            if DONE in said:
+                return set()
+            if not chunk:
+                break
+        noted = descendants(launcher) - {me}  # the living ones only: no pid reused meanwhile
+    killed = set()
+    for pid in noted | (orphans(group, since) - {me}):
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed.add(pid)
+        except OSError:  # ended already
+            pass
+    return killed
+
+
+class GridReaper(Callback):
+    """Hydra callback: a reaper for the launcher of each grid (``-m``), told when it ends."""
+
+    def __init__(self) -> None:
+        self._reaper: subprocess.Popen[bytes] | None = None
+
+    def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
+        if not PROC.is_dir():
+            return
+        self._reaper = subprocess.Popen(
+            [sys.executable, "-m", "tabmem.reaper", str(os.getpid())],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C to the grid's group leaves it to clean up
+        )
+
+    def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
+        reaper, self._reaper = self._reaper, None
+        if reaper is not None and reaper.stdin is not None:
+            reaper.stdin.write(DONE)
+            reaper.stdin.close()
+            reaper.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    watch(int(sys.argv[1]))
