@@ -17,6 +17,10 @@ CPU time much less):
 - the demo grid with every cell finished (``tabmem run +grid=demo`` the second time: the
   embedded model is not loaded); the first pass runs the model and is not timed.
 
+The processes may write bytecode (``PYTHONDONTWRITEBYTECODE`` is dropped for them): an installed
+package has it, so the first, untimed runs leave what a user's install has and the figures do not
+time Python compiling MLflow's modules again on every start.
+
 It prints one table (figure, seconds, CPU seconds, target, PASS or FAIL, a note) and writes it
 as Markdown to ``outputs/bench/startup.md`` (``--out``; ``startup-smoke.md`` at the smoke
 size), which docs/reliability.md links.
@@ -103,7 +107,8 @@ def _children_cpu() -> float:
 def tabmem(arguments: list[str], cwd: Path, sentence: str = "", expect: int = 0) -> Run:
     """``tabmem ARGUMENTS`` in ``cwd``, timed; ``sentence``: the first output line holding it
     is timed too. Exits on an unexpected exit status."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "140"}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(PYTHONUNBUFFERED="1", COLUMNS="140")
     cpu_before = _children_cpu()
     started = time.perf_counter()
     seen: float | None = None
