@@ -136,6 +136,14 @@ def test_scores_with_moments_are_cached_under_their_own_kind(tmp_path):
     ]
     assert first[0].means == [t[1] for t in backend.triples("1,2")]
     assert moments_key(backend.identity, requests[0]) != score_key(backend.identity, requests[0])
+    # Their log-probabilities serve the plain scores of the same texts; not the reverse.
+    plain = model(backend, cache).logprobs(requests)
+    assert all(r.cached for r in plain) and backend.calls == 2
+    assert [r.logprobs for r in plain] == [r.logprobs for r in first]
+    other = ScoreRequest("4,5", "x,y\n")
+    model(backend, cache).logprobs([other])
+    score_moments(model(backend, cache), [other], "scores")
+    assert backend.calls == 3
 
 
 def test_a_model_that_read_the_file_is_evidence():

@@ -5,8 +5,10 @@ Min-K%++ (Zhang et al. 2024) standardises a token's log-probability by the mean 
 deviation of log p over the model's whole vocabulary at that position. Only a backend with the
 logits in hand gives those moments (a ``MomentsBackend``, capability ``token_moments``:
 transformers); on the others the test is ``not_applicable`` with ``no_moments_reason``.
-Answers are cached under a key of their own kind, so a score with moments never stands in for
-a plain score or the reverse.
+Answers are cached under a key of their own kind, so a plain score never stands in for a score
+with moments; the token log-probabilities of a score with moments are kept as the text's plain
+score too (where none is cached yet), so the tests that score the same pairs without moments
+(``zlib_ratio``, the model's side of ``reference_ratio``) ask nothing again.
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ from dataclasses import dataclass, field
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from tabmem.llm.base import TOKEN_MOMENTS, capabilities_of
-from tabmem.llm.logprobs import DEFAULT_BATCH, ScoreRequest, ScoreResponse, ScoringModel
+from tabmem.llm.logprobs import (
+    DEFAULT_BATCH,
+    ScoreRequest,
+    ScoreResponse,
+    ScoringModel,
+    score_key,
+)
 
 
 @dataclass
@@ -115,8 +123,11 @@ def _score_chunk(
         error = f"{type(exc).__name__}: {exc}"
         return {key: MomentResponse(error=error) for key, _ in chunk}
     found = {}
-    for (key, _), triples in zip(chunk, values, strict=True):
+    for (key, request), triples in zip(chunk, values, strict=True):
         found[key] = _response(triples)
         if model.cache is not None:
             model.cache.put(key, model.name, json.dumps([list(t) for t in triples]))
+            plain = score_key(model.backend.identity, request)
+            if model.cache.get(plain) is None:
+                model.cache.put(plain, model.name, json.dumps(found[key].logprobs))
     return found
