@@ -103,7 +103,11 @@ def main(argv: list[str] | None = None) -> int:
         "tests": args.tests,
     }
     size = replace(size, **{k: v for k, v in changes.items() if v is not None})
-    calibrate(size, args.out, workers=args.workers, minutes=args.minutes)
+    try:
+        calibrate(size, args.out, workers=args.workers, minutes=args.minutes)
+    except RuntimeError as error:  # a worker died: say where the finished cells are
+        print(error, file=sys.stderr)
+        return 1
     return 0
 
 

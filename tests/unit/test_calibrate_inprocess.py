@@ -57,6 +57,7 @@ def test_smoke_size_runs_every_cell_and_prints_its_tables(smoke) -> None:
     assert len(rows) == len(outcome.cells)
     assert {r["transform"] for r in rows if r["model"] == "oracle-memorizer"} == {"twin"}
     assert DATASET_VERDICT in (out / "reference_power.md").read_text()
+    assert not (out / "reference_cells.partial.csv").exists()  # kept only while running
 
 
 def test_fpr_table_counts_the_negatives_of_each_setting(smoke) -> None:
@@ -169,12 +170,12 @@ def test_no_job_starts_after_the_deadline() -> None:
     size = SIZES["smoke"]
     world = compose_world(size)
     jobs = plan_jobs(size, world.settings)
-    advanced: list[int] = []
+    advanced: list[list[dict]] = []
     rows, ran = run_jobs(world, jobs, 1, advanced.append, deadline=time.perf_counter())
     assert (rows, ran, advanced) == ([], 0, [])
     rows, ran = run_jobs(world, jobs[:1], 1, advanced.append)
     assert ran == 1
-    assert advanced == [len(rows)] and rows
+    assert advanced == [rows] and rows
 
 
 def test_runs_from_other_seeds_add_up_and_overlaps_count_once(smoke, tmp_path) -> None:

@@ -15,6 +15,7 @@ import multiprocessing
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -230,13 +231,13 @@ def run_jobs(
     world: World,
     jobs: Sequence[Job],
     workers: int,
-    advance: Callable[[int], None],
+    advance: Callable[[list[dict[str, Any]]], None],
     deadline: float = math.inf,
 ) -> tuple[list[dict[str, Any]], int]:
     """The cell rows of the jobs run, and how many ran: in order, in this process (one
     worker) or on a pool of ``workers`` processes forked from this one, each job started
     before ``deadline`` (``time.perf_counter``) finished, none started after it; ``advance``
-    gets the cells each finished job added."""
+    gets the cell rows of each job as it finishes."""
     rows: list[dict[str, Any]] = []
     queue = iter(jobs)
     started = 0
@@ -247,7 +248,7 @@ def run_jobs(
             started += 1
             done = run_job(world, job)
             rows += done
-            advance(len(done))
+            advance(done)
         return rows, started
     context = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(workers, context, _start_worker, (world,)) as pool:
@@ -265,7 +266,12 @@ def run_jobs(
             for future in finished:
                 done = future.result()
                 rows += done
-                advance(len(done))
+                advance(done)
+
+
+PARTIAL_CELLS = "reference_cells.partial.csv"
+"""Where a run writes each job's cells as it finishes, so that a run that dies keeps them;
+removed once ``reference_cells.csv`` holds them all."""
 
 
 def job_cells(job: Job, settings: dict[str, dict[str, Any]]) -> int:
@@ -304,15 +310,35 @@ def calibrate(
         MofNCompleteColumn(),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, console=console, transient=True) as progress:
+    out.mkdir(parents=True, exist_ok=True)
+    partial = out / PARTIAL_CELLS
+    with (
+        Progress(*columns, console=console, transient=True) as progress,
+        partial.open("w", newline="") as handle,
+    ):
         task = progress.add_task(f"calibration cells ({len(jobs)} jobs)", total=total)
         log = _plain_progress(console, total, started)
-        deadline = started + 60 * minutes
-        cells, ran = run_jobs(
-            world, jobs, workers, lambda n: (progress.advance(task, n), log(n)), deadline
-        )
+        writer = csv.DictWriter(handle, fieldnames=list(CELL_FIELDS), extrasaction="ignore")
+        writer.writeheader()
+
+        def advance(done: list[dict[str, Any]]) -> None:
+            writer.writerows(done)
+            handle.flush()
+            progress.advance(task, len(done))
+            log(len(done))
+
+        try:
+            cells, ran = run_jobs(world, jobs, workers, advance, started + 60 * minutes)
+        except BrokenProcessPool as error:
+            raise RuntimeError(
+                f"a worker process died (killed for memory?); the cells of the jobs that "
+                f"finished are in {partial}: tabulate them with --from-cells, and run the "
+                "seeds they lack with --first-seed"
+            ) from error
     seconds = time.perf_counter() - started
-    return tabulate(cells, out, console, seconds, workers, (ran, len(jobs)))
+    outcome = tabulate(cells, out, console, seconds, workers, (ran, len(jobs)))
+    partial.unlink()
+    return outcome
 
 
 def tabulate(

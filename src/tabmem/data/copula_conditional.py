@@ -48,7 +48,7 @@ MIN_SD = 1e-3
 each other leave almost none)."""
 TINY = 1e-300
 """The least probability a log is taken of."""
-CACHED_VIEWS = 256
+CACHED_VIEWS = 32
 """Views (strata without some rows) kept, one set of left-out rows each."""
 
 

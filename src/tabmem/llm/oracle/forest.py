@@ -38,7 +38,7 @@ import random
 import threading
 import warnings
 import zlib
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -54,6 +54,10 @@ from tabmem.stats.neighbours import Column
 FOLDS = 5
 """Each forest is fitted once per fold, on the rows of the other folds."""
 TREES = 50
+KEPT_FITS = 48
+"""Fitted forests a model keeps, the most recently used: each holds its trees and every
+training row's leaf in each tree (about 25 MB on adult), and prompts showing new sets of
+columns keep asking for new ones."""
 MAX_DEPTH = 10
 MIN_LEAF = 3
 FEATURE_SHARE = 0.5
@@ -169,7 +173,7 @@ class ForestModel:
         self.folds = folds
         self.columns = [Column.of([row[j] for row in rows]) for j in range(len(rows[0]))]
         self.k = max(10, round(math.sqrt(self.n_rows)))
-        self._fits: dict[tuple[int, int, tuple[int, ...]], _Fit] = {}
+        self._fits: OrderedDict[tuple[int, int, tuple[int, ...]], _Fit] = OrderedDict()
         self._lock = threading.Lock()
 
     @cached_property
@@ -263,8 +267,12 @@ class ForestModel:
         """The forest of column ``target`` on ``columns``, fitted on the rows outside ``fold``."""
         key = (fold, target, columns)
         with self._lock:
-            if key not in self._fits:
+            if key in self._fits:
+                self._fits.move_to_end(key)
+            else:
                 self._fits[key] = self._grow(fold, target, columns)
+                if len(self._fits) > KEPT_FITS:
+                    self._fits.popitem(last=False)
             return self._fits[key]
 
     def _grow(self, fold: int, target: int, columns: tuple[int, ...]) -> _Fit:
