@@ -99,28 +99,31 @@ def watch(launcher: int, poll_s: float = 0.2) -> set[int]:
     return killed
 
 
+_REAPERS: list[subprocess.Popen[bytes]] = []
+"""This process's running reapers: kept here, not on the callback, which joblib pickles."""
+
+
 class GridReaper(Callback):
     """Hydra callback: a reaper for the launcher of each grid (``-m``), told when it ends."""
-
-    def __init__(self) -> None:
-        self._reaper: subprocess.Popen[bytes] | None = None
 
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
         if not PROC.is_dir():
             return
-        self._reaper = subprocess.Popen(
+        reaper = subprocess.Popen(
             [sys.executable, "-m", "tabmem.reaper", str(os.getpid())],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # a Ctrl-C to the grid's group leaves it to clean up
         )
+        _REAPERS.append(reaper)
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
-        reaper, self._reaper = self._reaper, None
-        if reaper is not None and reaper.stdin is not None:
-            reaper.stdin.write(DONE)
-            reaper.stdin.close()
+        while _REAPERS:
+            reaper = _REAPERS.pop()
+            if reaper.stdin is not None:
+                reaper.stdin.write(DONE)
+                reaper.stdin.close()
             reaper.wait(timeout=30)
 
 
