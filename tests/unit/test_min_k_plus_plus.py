@@ -227,3 +227,30 @@ def test_a_dry_run_of_the_likelihood_suite_on_an_api_model_says_why_each_test_se
     for row in notes.values():
         assert row["requests"] == 0
         assert row["note"].startswith("not_applicable: model 'gpt-4o' (litellm backend) gives no")
+
+
+def test_the_transformers_backend_gives_the_moments_of_its_whole_distribution(tmp_path):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from tiny_model import save_tiny_model
+
+    from tabmem.llm.transformers_backend import TransformersBackend
+
+    tiny = TransformersBackend(save_tiny_model(tmp_path), "tiny", context_window=256, device="cpu")
+    try:
+        items = [("a,b\n", "1,2\n"), ("", "3,4")]
+        moments = tiny.logprob_moments_batch(items)
+        assert TOKEN_MOMENTS in capabilities_of(tiny)
+        for row, plain in zip(moments, tiny.logprobs_batch(items), strict=True):
+            assert [t[0] for t in row] == pytest.approx(plain, abs=1e-5)
+        ids = [1, *tiny.tokenizer("a,b\n1,2\n")["input_ids"]]  # BOS, one id per character
+        with torch.no_grad():
+            logits = tiny.model(input_ids=torch.tensor([ids])).logits[0].double()
+        logp = torch.log_softmax(logits[4:-1], dim=-1)  # the positions that predict "1,2\n"
+        mean = (logp.exp() * logp).sum(-1)
+        sd = (logp.exp() * (logp - mean[:, None]) ** 2).sum(-1).sqrt()
+        assert [t[1] for t in moments[0]] == pytest.approx(mean.tolist(), abs=1e-4)
+        assert [t[2] for t in moments[0]] == pytest.approx(sd.tolist(), abs=1e-4)
+        assert len(moments[1]) == 3  # BOS stands for the missing context: every token scored
+    finally:
+        tiny.close()
