@@ -13,7 +13,7 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
@@ -21,6 +21,9 @@ from tabmem.llm.base import LOGPROBS, capabilities_of
 from tabmem.llm.cache import ResponseCache
 
 DEFAULT_BATCH = 8
+
+
+Answered = TypeVar("Answered")
 
 
 class ScoringModel(Protocol):
@@ -97,7 +100,20 @@ def score_texts(
     if not has_logprobs(backend):
         return None
     keys = [score_key(backend.identity, r) for r in requests]
-    out: dict[str, ScoreResponse] = {}
+    out, todo = split_cached(model, keys, requests, lambda v: ScoreResponse(v, cached=True))
+    out.update(_score_uncached(model, list(todo.items()), description))
+    return [out[key] for key in keys]
+
+
+def split_cached(
+    model: ScoringModel,
+    keys: Sequence[str],
+    requests: Sequence[ScoreRequest],
+    decode: Callable[[Any], Answered],
+) -> tuple[dict[str, Answered], dict[str, ScoreRequest]]:
+    """The requests the cache answers (decoded, each counted as a cache hit) and the others,
+    each key once: what a scoring call sends to the backend is only the second part."""
+    out: dict[str, Answered] = {}
     todo: dict[str, ScoreRequest] = {}
     for key, request in zip(keys, requests, strict=True):
         if key in out or key in todo:
@@ -107,9 +123,8 @@ def score_texts(
             todo[key] = request
         else:
             model.stats.add(cache_hits=1)
-            out[key] = ScoreResponse(json.loads(hit), cached=True)
-    out.update(_score_uncached(model, list(todo.items()), description))
-    return [out[key] for key in keys]
+            out[key] = decode(json.loads(hit))
+    return out, todo
 
 
 def _score_uncached(

@@ -27,6 +27,7 @@ from tabmem.llm.logprobs import (
     ScoreResponse,
     ScoringModel,
     score_key,
+    split_cached,
 )
 
 
@@ -82,17 +83,7 @@ def score_moments(
     batch that fails gives responses with ``error`` set; it never raises."""
     backend = model.backend
     keys = [moments_key(backend.identity, r) for r in requests]
-    out: dict[str, MomentResponse] = {}
-    todo: dict[str, ScoreRequest] = {}
-    for key, request in zip(keys, requests, strict=True):
-        if key in out or key in todo:
-            continue
-        hit = model.cache.get(key) if model.cache is not None else None
-        if hit is None:
-            todo[key] = request
-        else:
-            model.stats.add(cache_hits=1)
-            out[key] = _response(json.loads(hit), cached=True)
+    out, todo = split_cached(model, keys, requests, lambda v: _response(v, cached=True))
     pending = list(todo.items())
     size = max(1, int(getattr(backend, "batch_size", DEFAULT_BATCH)))
     progress = Progress(
