@@ -110,6 +110,22 @@ class Browser:
             raise RuntimeError(f"JavaScript failed: {result['exceptionDetails']}")
         return result["result"].get("value")
 
+    def wait_for_location(self, part: str, timeout: float = 20) -> str:
+        """The page's address once it holds ``part`` (a click's navigation done), else the
+        last one read; an evaluation that meets the navigation half-way is asked again."""
+        deadline = time.monotonic() + timeout
+        href = ""
+        while time.monotonic() < deadline:
+            try:
+                href = self.evaluate("location.href") or ""
+            except RuntimeError as error:
+                if "navigated or closed" not in str(error):
+                    raise
+            if part in href:
+                break
+            time.sleep(0.2)
+        return href
+
     def open(self, url: str) -> None:
         self.call("Page.navigate", url=url)
 

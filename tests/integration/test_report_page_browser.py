@@ -9,7 +9,6 @@ A headless Chromium opens the page from disk, reads the matrix, filters it and c
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -131,10 +130,7 @@ def test_the_grid_page_shows_who_memorized_what_and_links_each_mark_to_its_run(
     _choose(browser, "test", "")
     browser.click_text("tr[data-model='oracle-null'] td[data-dataset='wine'] a", "no evidence")
     run_id = verdicts["oracle-null", "wine"].info.run_id
-    deadline = time.monotonic() + 20
-    while run_id not in (browser.evaluate("location.href") or "") and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert browser.evaluate("location.href") == (
+    assert browser.wait_for_location(run_id) == (
         f"{ui.as_uri()}/#/experiments/{experiment.experiment_id}/runs/{run_id}"
     )
 
