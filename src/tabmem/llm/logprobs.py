@@ -131,8 +131,34 @@ def _score_uncached(
     model: ScoringModel, todo: list[tuple[str, ScoreRequest]], description: str
 ) -> dict[str, ScoreResponse]:
     scorer = _scorer(model.backend)
+
+    def accept(
+        chunk: list[tuple[str, ScoreRequest]], values: list[Any]
+    ) -> dict[str, ScoreResponse]:
+        found = {}
+        for (key, _), logprobs in zip(chunk, values, strict=True):
+            found[key] = ScoreResponse([float(v) for v in logprobs])
+            if model.cache is not None:
+                model.cache.put(key, model.name, json.dumps(found[key].logprobs))
+        return found
+
+    return in_batches(model, todo, description, scorer, accept, lambda e: ScoreResponse(error=e))
+
+
+def in_batches(
+    model: ScoringModel,
+    todo: list[tuple[str, ScoreRequest]],
+    description: str,
+    fetch: Callable[[list[tuple[str, str]]], Sequence[Any]],
+    accept: Callable[[list[tuple[str, ScoreRequest]], Sequence[Any]], dict[str, Answered]],
+    failed: Callable[[str], Answered],
+) -> dict[str, Answered]:
+    """``todo`` in batches of the backend's ``batch_size``, under a progress bar: each batch's
+    (context, text) pairs sent to ``fetch`` (counted as model calls), its values handed to
+    ``accept``; a batch ``fetch`` fails answers each of its requests with ``failed(error)``
+    (counted as failures), so scoring never raises for the backend."""
     size = max(1, int(getattr(model.backend, "batch_size", DEFAULT_BATCH)))
-    found: dict[str, ScoreResponse] = {}
+    found: dict[str, Answered] = {}
     progress = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -146,15 +172,12 @@ def _score_uncached(
             chunk = todo[start : start + size]
             model.stats.add(model_calls=len(chunk))
             try:
-                values = scorer([(r.context, r.text) for _, r in chunk])
+                values = fetch([(r.context, r.text) for _, r in chunk])
             except Exception as exc:
                 model.stats.add(failures=len(chunk))
                 error = f"{type(exc).__name__}: {exc}"
-                found.update({key: ScoreResponse(error=error) for key, _ in chunk})
+                found.update({key: failed(error) for key, _ in chunk})
             else:
-                for (key, _), logprobs in zip(chunk, values, strict=True):
-                    found[key] = ScoreResponse([float(v) for v in logprobs])
-                    if model.cache is not None:
-                        model.cache.put(key, model.name, json.dumps(found[key].logprobs))
+                found.update(accept(chunk, values))
             progress.advance(task, len(chunk))
     return found

@@ -17,15 +17,14 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from typing import Any
 
 from tabmem.llm.base import TOKEN_MOMENTS, capabilities_of
 from tabmem.llm.logprobs import (
-    DEFAULT_BATCH,
     ScoreRequest,
     ScoreResponse,
     ScoringModel,
+    in_batches,
     score_key,
     split_cached,
 )
@@ -84,35 +83,23 @@ def score_moments(
     backend = model.backend
     keys = [moments_key(backend.identity, r) for r in requests]
     out, todo = split_cached(model, keys, requests, lambda v: _response(v, cached=True))
-    pending = list(todo.items())
-    size = max(1, int(getattr(backend, "batch_size", DEFAULT_BATCH)))
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        disable=not model.show_progress,
-        transient=True,
+    scored = in_batches(
+        model,
+        list(todo.items()),
+        description,
+        model.backend.logprob_moments_batch,
+        lambda chunk, values: _accept(model, chunk, values),
+        lambda error: MomentResponse(error=error),
     )
-    with progress:
-        task = progress.add_task(f"{model.name}: {description}", total=len(pending))
-        for start in range(0, len(pending), size):
-            chunk = pending[start : start + size]
-            out.update(_score_chunk(model, chunk))
-            progress.advance(task, len(chunk))
+    out.update(scored)
     return [out[key] for key in keys]
 
 
-def _score_chunk(
-    model: ScoringModel, chunk: list[tuple[str, ScoreRequest]]
+def _accept(
+    model: ScoringModel, chunk: list[tuple[str, ScoreRequest]], values: Sequence[Any]
 ) -> dict[str, MomentResponse]:
-    """One batch, scored and cached; a batch that fails answers each request with its error."""
-    model.stats.add(model_calls=len(chunk))
-    try:
-        values = model.backend.logprob_moments_batch([(r.context, r.text) for _, r in chunk])
-    except Exception as exc:
-        model.stats.add(failures=len(chunk))
-        error = f"{type(exc).__name__}: {exc}"
-        return {key: MomentResponse(error=error) for key, _ in chunk}
+    """One batch's triples as responses, cached; their log-probabilities also stand as the
+    plain scores where none is cached."""
     found = {}
     for (key, request), triples in zip(chunk, values, strict=True):
         found[key] = _response(triples)
