@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,7 @@ from tabmem.llm.oracle import ORACLES
 from tabmem.llm.oracle.partial import RESTS, Recall
 
 
+@cache
 def paper_files() -> tuple[str, ...]:
     """The six paper files: the datasets the power grid sweeps (``conf/grid/power.yaml``,
     where they are declared once)."""
