@@ -165,7 +165,8 @@ def lab(arguments: Sequence[str], prog: str = "tabmem lab") -> int:
     parser.add_argument(
         "--outputs-dir", default="outputs", type=Path, help="(default: ./%(default)s)"
     )
-    args = parser.parse_args(arguments)
+    # options may stand anywhere: `tabmem lab full --outputs-dir X key=value`
+    args = parser.parse_intermixed_args(arguments)
     from tabmem.errors import TabmemError
     from tabmem.lab.run import run_lab
     from tabmem.main import run

@@ -42,6 +42,12 @@ def test_a_subcommand_gets_its_own_arguments_and_exit_status(capsys):
     assert "minimal" in capsys.readouterr().err  # the settings it knows
 
 
+def test_the_lab_takes_its_options_between_setting_and_overrides(capsys):
+    # an option between the setting and its overrides is not an "unrecognized argument"
+    assert main(["lab", "minimal", "--outputs-dir", "unused", "n_planted=99"]) == 1
+    assert "plants 99 of 2 plantable datasets" in capsys.readouterr().err
+
+
 def test_run_is_hydra_in_this_process_with_its_exit_status(capsys):
     argv = list(sys.argv)
     assert run(["model=no-such-model"]) == 1
