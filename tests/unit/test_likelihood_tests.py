@@ -117,6 +117,13 @@ def test_a_model_that_read_nothing_is_no_evidence(seed):
     assert result.p_value > 0.01
 
 
+def test_a_reference_with_the_models_own_weights_is_not_applicable():
+    # the lab's base checkpoint against the base model: every pair tied, no verdict possible
+    result = WithReference(Scorer("base")).run(context("reference_ratio", Scorer("base")))
+    assert result.verdict == Verdict.NOT_APPLICABLE, result.reason
+    assert "0 of 50 pairs differ" in result.reason and "50 tied" in result.reason
+
+
 def test_what_the_reference_knows_as_well_cancels():
     # Both models find real rows likelier than twin rows by the same margin (they know the
     # domain better than the twin's copula): the reference takes it out, zlib cannot.

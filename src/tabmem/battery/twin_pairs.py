@@ -203,6 +203,17 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
         real = [r.extra[first] for r in scored]
         twin = [r.extra[second] for r in scored]
         shift = paired_shift_test(real, twin, p.n_permutations, rng_of(ctx.seed + 1))
+        if shift.wins + shift.losses < p.min_pairs:
+            # no verdict could come of it: a reference with the model's own weights (the lab's
+            # base checkpoint against its base model) scores every pair as the model does
+            return TestResult.not_applicable(
+                self.name,
+                f"only {shift.wins + shift.losses} of {shift.n} pairs differ in "
+                f"{self.statistic} ({shift.ties} tied: a reference with the model's own "
+                f"weights scores every row as the model does); the test needs {p.min_pairs}",
+                info=info,
+                records=records,
+            )
         decision = decide(self.statistic, shift.p_value, shift.effect, p.alpha, p.min_effect)
         return TestResult(
             test=self.name,
