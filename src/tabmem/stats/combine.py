@@ -65,8 +65,8 @@ def holm_adjusted(p_values: Sequence[float]) -> list[float]:
 class DatasetRule:
     """The thresholds of the dataset verdict (``dataset_verdict`` in ``conf/config.yaml``)."""
 
-    alpha: float = 0.001
-    weak_alpha: float = 0.01
+    alpha: float = 0.01
+    weak_alpha: float = 0.05
 
 
 @dataclass(frozen=True)
