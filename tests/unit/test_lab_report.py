@@ -115,6 +115,14 @@ def cell(model, passes, dataset, verdict, planted=0, seen=0, test="header"):
     return row
 
 
+def test_each_cell_keeps_its_hits_queries_and_p_value():
+    row = cell("p8", 8, "a", "evidence", planted=8, seen=8)
+    row.update({"metric.n_hits": 22.0, "metric.n_queries": 25.0, "metric.p_value": 0.0024})
+    cells = lab_cells(runs([row, cell("p0", 0, "a", "no_evidence")]), "t")
+    assert cells[["n_hits", "n_queries", "p_value"]].iloc[0].tolist() == [22.0, 25.0, 0.0024]
+    assert cells["p_value"].isna().iloc[1]  # a run that logged none
+
+
 def test_rate_table_by_hand():
     frame = runs(
         [
