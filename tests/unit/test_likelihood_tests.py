@@ -124,6 +124,19 @@ def test_a_reference_with_the_models_own_weights_is_not_applicable():
     assert "0 of 50 pairs differ" in result.reason and "50 tied" in result.reason
 
 
+def test_differences_within_the_tolerance_are_ties():
+    # the same weights in other GPU batches: scores a rounding error apart, no verdict
+    jitter = Scorer("base", noise=0.05)
+    rounded = Scorer("base", noise=0.05)
+    rounded.logprobs = lambda text, context="": [
+        v + 1e-7 * (len(text) % 3) for v in jitter.logprobs(text, context)
+    ]
+    result = WithReference(jitter).run(context("reference_ratio", rounded))
+    assert result.verdict == Verdict.NOT_APPLICABLE, result.reason
+    exact = WithReference(jitter).run(context("reference_ratio", rounded, tie_tolerance=0.0))
+    assert exact.verdict != Verdict.NOT_APPLICABLE  # without it, noise is scored as pairs
+
+
 def test_what_the_reference_knows_as_well_cancels():
     # Both models find real rows likelier than twin rows by the same margin (they know the
     # domain better than the twin's copula): the reference takes it out, zlib cannot.
@@ -197,7 +210,8 @@ def test_on_the_twin_a_model_that_read_the_file_is_no_evidence():
     # transform=twin: the cell's file is the twin, which the model never read.
     twin = twin_of(dataset(), 0)
     test = WithReference(Scorer("base"))
-    result = test.run(context("reference_ratio", Scorer("tuned", ROWS, bonus=0.3), twin))
+    tuned = Scorer("tuned", ROWS, bonus=0.3)
+    result = test.run(context("reference_ratio", tuned, twin, tie_tolerance=0.0))
     assert result.verdict != Verdict.EVIDENCE, result.reason
     assert result.metrics["pairs_tied"] == 0 and result.p_value > 0.01
 

@@ -43,6 +43,7 @@ class TwinPairSettings(TestSettings):
     order_permutations: int
     n_permutations: int
     min_pairs: int
+    tie_tolerance: float
     alpha: float
     min_effect: float
 
@@ -201,7 +202,12 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
             )
         first, second = self.keys
         real = [r.extra[first] for r in scored]
-        twin = [r.extra[second] for r in scored]
+        # a difference within the tolerance is numerical noise (the same weights scored in two
+        # batches on a GPU differ slightly), a tie
+        twin = [
+            a if abs(a - r.extra[second]) <= p.tie_tolerance else r.extra[second]
+            for a, r in zip(real, scored, strict=True)
+        ]
         shift = paired_shift_test(real, twin, p.n_permutations, rng_of(ctx.seed + 1))
         if shift.wins + shift.losses < p.min_pairs:
             # no verdict could come of it: a reference with the model's own weights (the lab's
@@ -209,8 +215,9 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
             return TestResult.not_applicable(
                 self.name,
                 f"only {shift.wins + shift.losses} of {shift.n} pairs differ in "
-                f"{self.statistic} ({shift.ties} tied: a reference with the model's own "
-                f"weights scores every row as the model does); the test needs {p.min_pairs}",
+                f"{self.statistic} by more than {p.tie_tolerance:g} ({shift.ties} tied: a "
+                f"reference with the model's own weights scores every row as the model does); "
+                f"the test needs {p.min_pairs}",
                 info=info,
                 records=records,
             )
