@@ -233,6 +233,25 @@ def test_only_one_version_of_a_setting_counts():
     assert lab_cells(frame.iloc[::-1], "t")["planted"].tolist() == [24]
 
 
+def test_the_figure_has_one_panel_per_test_the_dataset_verdict_first():
+    import matplotlib.pyplot as plt
+
+    from tabmem.lab.report import rate_figure
+
+    frame = runs(
+        [
+            cell("p8", 8, "a", "evidence", planted=8, seen=8, test=test)
+            for test in ("header", "dataset", "min_k_prob", "row_order", "sample")
+        ]
+        + [cell("p8", 8, "c", "no_evidence", test="header")]
+    )
+    figure = rate_figure(rate_table(lab_cells(frame, "t")))
+    shown = [axis.get_title() for axis in figure.axes if axis.get_visible()]
+    assert shown == ["dataset verdict", "header", "min_k_prob", "row_order", "sample"]
+    assert list(figure.axes[0].get_xticks()) == [8]  # ticks at the repetitions planted
+    plt.close(figure)
+
+
 def test_paper_report_has_one_table_and_figure_per_setting():
     import matplotlib.pyplot as plt
 

@@ -217,38 +217,46 @@ def ground_truth_markdown(view: pd.DataFrame) -> str:
 
 
 def rate_figure(table: pd.DataFrame) -> Any:
-    """TPR against repetitions per test (with 95 % CIs); each test's FPR as a dashed line."""
+    """One panel per test (the dataset verdict first): TPR against the times a planted file
+    was read, with 95 % CIs, and the held-out files' FPR as a dashed line. A legend of a dozen
+    tests over one axis hid the curves; small multiples keep each readable."""
+    import math
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axis = plt.subplots(figsize=(6, 4))
-    for test, part in table.groupby("test"):
-        planted = part[part["group"] == GROUP_PLANTED].sort_values("repetitions")
+    tests = sorted(set(table["test"]), key=lambda t: (t != "dataset", t))
+    columns = min(4, max(1, len(tests)))
+    rows = max(1, math.ceil(len(tests) / columns))
+    figure, axes = plt.subplots(
+        rows, columns, figsize=(2.6 * columns, 2.1 * rows), sharex=True, sharey=True, squeeze=False
+    )
+    for axis, test in zip(axes.flat, tests, strict=False):
+        part = table[table["test"] == test]
+        planted = part[(part["group"] == GROUP_PLANTED) & (part["cells"] > 0)]
+        planted = planted.sort_values("repetitions")
         if not planted.empty:
             errors = [planted["rate"] - planted["ci_low"], planted["ci_high"] - planted["rate"]]
-            line = axis.errorbar(
-                planted["repetitions"],
-                planted["rate"],
-                yerr=errors,
-                marker="o",
-                capsize=3,
-                label=f"{test}: TPR",
+            axis.errorbar(
+                planted["repetitions"], planted["rate"], yerr=errors, marker="o", capsize=3
             )
-            color = line[0].get_color()
-        else:
-            color = None
-        held = part[part["group"] == GROUP_HELD_OUT]
+        held = part[(part["group"] == GROUP_HELD_OUT) & (part["cells"] > 0)]
         if not held.empty:
-            axis.axhline(
-                float(held["rate"].iloc[0]), linestyle="--", color=color, label=f"{test}: FPR"
-            )
-    axis.set_xscale("symlog", linthresh=1)
-    axis.set_xlabel("times the planted file was read in fine-tuning")
-    axis.set_ylabel("share of cells with verdict 'evidence'")
-    axis.set_ylim(-0.05, 1.05)
-    axis.legend(fontsize=8)
+            axis.axhline(float(held["rate"].iloc[0]), linestyle="--", color="tab:red")
+        axis.set_title("dataset verdict" if test == "dataset" else test, fontsize=9)
+        axis.set_xscale("symlog", linthresh=1)
+        axis.set_ylim(-0.05, 1.05)
+        axis.grid(alpha=0.3)
+    repetitions = sorted(set(table.loc[table["group"] == GROUP_PLANTED, "repetitions"]))
+    if repetitions:
+        axes.flat[0].set_xticks(repetitions, [str(int(r)) for r in repetitions])
+    for axis in list(axes.flat)[len(tests) :]:
+        axis.set_visible(False)
+    figure.supxlabel("times the planted file was read in fine-tuning", fontsize=9)
+    figure.supylabel("share of cells with 'evidence'", fontsize=9)
+    figure.suptitle("TPR (points, 95 % CI) and held-out FPR (dashed)", fontsize=10)
     figure.tight_layout()
     return figure
 
