@@ -201,3 +201,15 @@ def test_the_forest_oracle_answers_over_http(ledger: Dataset) -> None:
     assert text == ForestOracle([ledger]).generate(prompt, 40, [], 0)
     first = raw_fields(text.split("\n")[0], ",")
     assert len(first) == 7 and first[0] == "12" and first[1:] != fields(ledger, 11)[1:]
+
+
+def test_oracles_of_one_process_share_a_files_forests(ledger: Dataset, csv_dataset) -> None:
+    # a power job's forest rests (one per share) and the next seed's ask the same forests
+    from tabmem.llm.oracle.partial import PartialOracle, Recall
+
+    first = forest_of(ForestOracle([ledger]), ledger)
+    assert forest_of(ForestOracle([ledger]), ledger) is first
+    rest = PartialOracle([ledger], Recall(0.1, 0, "random", "forest")).rest
+    assert forest_of(rest, ledger) is first
+    other = csv_dataset(ledger_text().replace("\n", "\n", 1) + ledger_text().split("\n", 1)[1])
+    assert forest_of(ForestOracle([other]), other) is not first  # another text, other forests

@@ -428,6 +428,28 @@ class ForestModel:
         return math.log(max(density, 1e-300))
 
 
+KEPT_MODELS = 8
+"""Files whose forests a process keeps for every forest oracle: the partial memorizers of a
+calibration job (one per share) and the next seed's ask the same forests."""
+_MODELS: OrderedDict[tuple[str, int], ForestModel] = OrderedDict()
+_MODELS_LOCK = threading.Lock()
+
+
+def shared_forest_model(table: _Table) -> ForestModel:
+    """The file's cross-fitted forests, one per file text in this process. A fit depends on its
+    file, fold, column and shown columns alone (seeded by them), so every oracle may share it:
+    the three forest rests of a power job refitted the same forests each."""
+    key = (table.dataset.name, zlib.crc32(table.text.encode()))
+    with _MODELS_LOCK:
+        if key in _MODELS:
+            _MODELS.move_to_end(key)
+        else:
+            _MODELS[key] = ForestModel(table.clean_rows, table.dataset.name)
+            if len(_MODELS) > KEPT_MODELS:
+                _MODELS.popitem(last=False)
+        return _MODELS[key]
+
+
 class ForestOracle(LearnerOracle):
     """Knows each dataset's joint distribution through cross-fitted random forests, never the
     rows it is asked about."""
@@ -436,8 +458,8 @@ class ForestOracle(LearnerOracle):
     version = "1"
 
     def _model(self, table: _Table) -> ConditionalModel:
-        """The table's cross-fitted forests (each fitted on first use)."""
-        return ForestModel(table.clean_rows, table.dataset.name)
+        """The table's cross-fitted forests (each fitted on first use, shared in the process)."""
+        return shared_forest_model(table)
 
     @staticmethod
     def _unpicked(known: _Knowledge, column: int, among: np.ndarray | None, prefix: str) -> str:
