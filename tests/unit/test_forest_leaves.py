@@ -16,7 +16,7 @@ def test_query_leaves_equal_sklearns_apply_with_missing_values(forest):
     x[rng.random(x.shape) < 0.1] = np.nan
     y = (np.nan_to_num(x[:, 0]) + np.nan_to_num(x[:, 1]) > 0).astype(int)
     model = forest(n_estimators=20, max_depth=6, random_state=0).fit(x, y)
-    fit = _Fit(np.arange(400), (0, 1, 2, 3), tuple(model.estimators_), model.apply(x))
+    fit = _Fit.grown(np.arange(400), (0, 1, 2, 3), model.estimators_, model.apply(x))
     queries = rng.normal(size=(200, 4)).astype(np.float32)
     queries[rng.random(queries.shape) < 0.2] = np.nan
     queries[:50] = x[:50]  # values on the thresholds' sides exactly as fitted
@@ -32,7 +32,7 @@ def test_weights_share_each_trees_vote_among_the_allowed_rows_of_the_querys_leaf
     y = (x[:, 0] > 0).astype(int)
     model = RandomForestClassifier(n_estimators=10, max_depth=4, random_state=0).fit(x, y)
     leaves = model.apply(x)
-    fit = _Fit(np.arange(300), (0, 1, 2), tuple(model.estimators_), leaves)
+    fit = _Fit.grown(np.arange(300), (0, 1, 2), model.estimators_, leaves)
     allowed = rng.random(300) < 0.7
     query = x[:1]
     # the quantile-forest reading, written out: per tree, one vote shared by the allowed

@@ -54,10 +54,11 @@ from tabmem.stats.neighbours import Column
 FOLDS = 5
 """Each forest is fitted once per fold, on the rows of the other folds."""
 TREES = 50
-KEPT_FITS = 48
-"""Fitted forests a model keeps, the most recently used: each holds its trees and every
-training row's leaf in each tree (about 25 MB on adult), and prompts showing new sets of
-columns keep asking for new ones."""
+FIT_BUDGET = 384 * 2**20
+"""Bytes of fitted forests a model keeps, the most recently used (``_Fit.nbytes``: 1 to 4 MB a
+fit on the paper files). Prompts showing new sets of columns keep asking for new fits; kept
+48 at a time, one seed of titanic's power job (three shares) grew 1,815 forests, 240 of them
+distinct (114 CPU s against 28 with all kept)."""
 MAX_DEPTH = 10
 MIN_LEAF = 3
 FEATURE_SHARE = 0.5
@@ -80,34 +81,46 @@ def _seed(*parts: object) -> int:
 
 @dataclass(frozen=True)
 class _Fit:
-    """One column's forest on one fold: the rows it was fitted on and their leaves."""
+    """One column's forest on one fold: the rows it was fitted on, its trees' nodes and the
+    rows' leaves. The nodes are copied out of scikit-learn's trees, which are then dropped:
+    a classifier's trees hold a value per node and class (megabytes a forest on adult)."""
 
     rows: np.ndarray
     columns: tuple[int, ...]
-    trees: tuple[Any, ...]
+    nodes: tuple[np.ndarray, ...]
+    """Every tree's nodes side by side (trees × nodes, padded with leaves): left and right
+    child, split feature, threshold, and where a missing value goes; () without a forest."""
     leaves: np.ndarray | None
     """Each row's leaf in each tree (rows × trees); None: no forest, every row weighs the same."""
 
-    @cached_property
-    def _nodes(self) -> tuple[np.ndarray, ...]:
-        """Every tree's nodes side by side (trees × nodes, padded with leaves): left and right
-        child, split feature, threshold, and where a missing value goes."""
-        trees = [tree.tree_ for tree in self.trees]
-        width = max(t.node_count for t in trees)
+    @classmethod
+    def grown(
+        cls, rows: np.ndarray, columns: tuple[int, ...], trees: Sequence[Any], leaves: np.ndarray
+    ) -> _Fit:
+        """The fit of scikit-learn's fitted ``trees`` (a forest's ``estimators_``)."""
+        structures = [tree.tree_ for tree in trees]
+        width = max(t.node_count for t in structures)
 
         def stack(field: str, fill: float, dtype: type) -> np.ndarray:
-            out = np.full((len(trees), width), fill, dtype=dtype)
-            for i, t in enumerate(trees):
+            out = np.full((len(structures), width), fill, dtype=dtype)
+            for i, t in enumerate(structures):
                 out[i, : t.node_count] = getattr(t, field)
             return out
 
-        return (
+        nodes = (
             stack("children_left", -1, np.int64),
             stack("children_right", -1, np.int64),
             np.maximum(stack("feature", 0, np.int64), 0),  # a leaf's feature is -2
             stack("threshold", 0.0, np.float64),
             stack("missing_go_to_left", 1, np.bool_),
         )
+        return cls(rows, columns, nodes, leaves)
+
+    @property
+    def nbytes(self) -> int:
+        """About what the fit holds once used: its arrays and the leaves' members."""
+        leaves = 0 if self.leaves is None else self.leaves.nbytes + 8 * self.leaves.size
+        return self.rows.nbytes + sum(a.nbytes for a in self.nodes) + leaves
 
     @cached_property
     def _members(self) -> list[dict[int, np.ndarray]]:
@@ -130,9 +143,9 @@ class _Fit:
         """The leaf of the one-row query ``x`` (float32, as the trees were fitted) in each
         tree: scikit-learn's ``apply`` walked in all trees at once, a level per step (one
         Python call per tree cost more than the rest of a forest answer)."""
-        left, right, feature, threshold, missing_left = self._nodes
-        trees = np.arange(len(self.trees))
-        node = np.zeros(len(self.trees), dtype=np.int64)
+        left, right, feature, threshold, missing_left = self.nodes
+        trees = np.arange(left.shape[0])
+        node = np.zeros(left.shape[0], dtype=np.int64)
         while True:
             inner = left[trees, node] >= 0
             if not inner.any():
@@ -174,6 +187,7 @@ class ForestModel:
         self.columns = [Column.of([row[j] for row in rows]) for j in range(len(rows[0]))]
         self.k = max(10, round(math.sqrt(self.n_rows)))
         self._fits: OrderedDict[tuple[int, int, tuple[int, ...]], _Fit] = OrderedDict()
+        self._fit_bytes = 0
         self._lock = threading.Lock()
 
     @cached_property
@@ -269,11 +283,12 @@ class ForestModel:
         with self._lock:
             if key in self._fits:
                 self._fits.move_to_end(key)
-            else:
-                self._fits[key] = self._grow(fold, target, columns)
-                if len(self._fits) > KEPT_FITS:
-                    self._fits.popitem(last=False)
-            return self._fits[key]
+                return self._fits[key]
+            fit = self._fits[key] = self._grow(fold, target, columns)
+            self._fit_bytes += fit.nbytes
+            while self._fit_bytes > FIT_BUDGET and len(self._fits) > 1:
+                self._fit_bytes -= self._fits.popitem(last=False)[1].nbytes
+            return fit
 
     def _grow(self, fold: int, target: int, columns: tuple[int, ...]) -> _Fit:
         from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
@@ -307,7 +322,7 @@ class ForestModel:
             # a column of names has about as many classes as rows: still a classification
             warnings.filterwarnings("ignore", "The number of unique classes", UserWarning)
             model.fit(x[fitted], y[fitted])
-        return _Fit(rows, columns, tuple(model.estimators_), model.apply(x).astype(np.int32))
+        return _Fit.grown(rows, columns, model.estimators_, model.apply(x).astype(np.int32))
 
     def _query(
         self, target: int, given: Mapping[int, str], asked: Collection[int], fold: int
@@ -430,7 +445,7 @@ class ForestModel:
 
 KEPT_MODELS = 8
 """Files whose forests a process keeps for every forest oracle: the partial memorizers of a
-calibration job (one per share) and the next seed's ask the same forests."""
+calibration job (one per share) and the next seed's job on the file ask the same forests."""
 _MODELS: OrderedDict[tuple[str, int], ForestModel] = OrderedDict()
 _MODELS_LOCK = threading.Lock()
 
