@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy.special import ndtr, ndtri  # the normal cdf and ppf (scipy.stats: a second to import)
 
 from tabmem.data.association import coarse_codes, information_share
 from tabmem.data.values import finite_number, normalize_value
@@ -77,7 +77,7 @@ def _middle_scores(
     for k, (j, marginal) in enumerate(zip(modelled, marginals, strict=True)):
         position = marginal.index(columns[j])
         middle = (marginal.edges[position] + marginal.edges[position + 1]) / 2
-        scores[:, k] = stats.norm.ppf(middle)
+        scores[:, k] = ndtri(middle)
     return scores
 
 
@@ -181,7 +181,7 @@ class GaussianCopula:
     def sample(self, n: int, rng: np.random.Generator) -> list[list[str]]:
         """``n`` new rows of raw fields (columns not modelled left empty)."""
         latent = rng.multivariate_normal(np.zeros(len(self.modelled)), self.correlation, n)
-        uniform = stats.norm.cdf(latent).reshape(n, len(self.modelled))
+        uniform = ndtr(latent).reshape(n, len(self.modelled))
         rows = [[""] * self.width for _ in range(n)]
         for k, (j, marginal) in enumerate(zip(self.modelled, self.marginals, strict=True)):
             positions = np.searchsorted(marginal.edges, uniform[:, k], side="right") - 1

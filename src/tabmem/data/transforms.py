@@ -33,7 +33,6 @@ from tabmem.data.dataset import Dataset
 from tabmem.data.perturb import perturb_column, replace_identifiers
 from tabmem.data.table import RawTable
 from tabmem.data.transform_spec import TransformSpec, build_spec, is_plain_number
-from tabmem.data.twin import twin_of
 from tabmem.errors import ConfigError
 
 Step = Callable[
@@ -241,6 +240,8 @@ def apply_transform(dataset: Dataset, transform: Mapping[str, Any], seed: int) -
     if name == "original":
         return dataset
     if name == "twin":
+        from tabmem.data.twin import twin_of  # its copula needs scipy.stats: seconds to import
+
         return twin_of(dataset, seed)
     table = RawTable.from_dataset(dataset)
     spec = spec_of(dataset, table)

@@ -15,14 +15,17 @@ from __future__ import annotations
 import hashlib
 import zlib
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tabmem.data.copula import TableModel
 from tabmem.data.dataset import Dataset
 from tabmem.data.table import RawTable
 from tabmem.data.values import normalize_value
 from tabmem.errors import DatasetError
+
+if TYPE_CHECKING:
+    from tabmem.data.copula import TableModel
 
 MAX_DRAWS_PER_ROW = 50
 """Give up when this many draws per row still leave the twin short of new rows."""
@@ -39,6 +42,8 @@ def _key(row: tuple[str, ...] | list[str], columns: tuple[int, ...]) -> tuple[st
 
 def twin_rows(table: RawTable, rng: np.random.Generator) -> tuple[list[list[str]], TableModel]:
     """As many new rows as ``table`` has, none equal to a real row outside counter columns."""
+    from tabmem.data.copula import TableModel  # scipy.stats: seconds, for twins alone
+
     model = TableModel.fit(table.rows)
     modelled = model.modelled
     real = {_key(row, modelled) for row in table.rows}

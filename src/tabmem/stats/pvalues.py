@@ -2,6 +2,8 @@
 
 Every test asks whether the model does *better* than a baseline, so every p-value here is
 one-sided ("greater"); a model doing worse than the baseline gets a p-value near 1.
+scipy.stats is imported on first use: a second of every cell's start-up, and a cell of the
+header test (a rule without a p-value) never needs it.
 """
 
 from __future__ import annotations
@@ -9,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats
 
 
 def binomial_greater(k: int, n: int, p0: float) -> float:
@@ -20,6 +21,8 @@ def binomial_greater(k: int, n: int, p0: float) -> float:
         return 0.0
     if p0 >= 1.0:
         return 1.0
+    from scipy import stats
+
     return float(stats.binom.sf(k - 1, n, p0))
 
 
@@ -41,6 +44,8 @@ def wilcoxon_greater(differences: Sequence[float]) -> float:
     d = np.asarray([x for x in differences if x != 0.0], dtype=float)
     if d.size == 0:
         return 1.0
+    from scipy import stats
+
     return float(stats.wilcoxon(d, alternative="greater", zero_method="wilcox").pvalue)
 
 
@@ -48,6 +53,8 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """Exact two-sided confidence interval for a rate of ``k`` hits in ``n`` queries."""
     if n <= 0:
         return 0.0, 1.0
+    from scipy import stats
+
     tail = (1.0 - level) / 2.0
     low = 0.0 if k == 0 else float(stats.beta.ppf(tail, k, n - k + 1))
     high = 1.0 if k == n else float(stats.beta.ppf(1.0 - tail, k + 1, n - k))
