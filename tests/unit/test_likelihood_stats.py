@@ -79,3 +79,13 @@ def test_bits_and_the_zlib_score():
     likely, unlikely = [-0.1] * 12, [-2.0] * 12
     assert zlib_score(likely, row) > zlib_score(unlikely, row)
     assert zlib_score(unlikely, row) == pytest.approx(-model_bits(unlikely) / zlib_bits(row))
+
+
+def test_differences_within_the_tolerance_are_ties():
+    real = [1.0, 2.0, 3.0, 4.0]
+    noisy = [1.0 + 1e-7, 2.0 - 1e-7, 3.0 + 1e-7, 3.5]
+    shift = paired_shift_test(real, noisy, 99, np.random.default_rng(0), tie_tolerance=1e-3)
+    assert (shift.wins, shift.losses, shift.ties) == (1, 0, 3)
+    assert shift.mean == pytest.approx(0.125)
+    exact = paired_shift_test(real, noisy, 99, np.random.default_rng(0))
+    assert (exact.wins, exact.losses, exact.ties) == (2, 2, 0)

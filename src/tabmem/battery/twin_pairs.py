@@ -202,13 +202,9 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
             )
         first, second = self.keys
         real = [r.extra[first] for r in scored]
-        # a difference within the tolerance is numerical noise (the same weights scored in two
-        # batches on a GPU differ slightly), a tie
-        twin = [
-            a if abs(a - r.extra[second]) <= p.tie_tolerance else r.extra[second]
-            for a, r in zip(real, scored, strict=True)
-        ]
-        shift = paired_shift_test(real, twin, p.n_permutations, rng_of(ctx.seed + 1))
+        twin = [r.extra[second] for r in scored]
+        rng = rng_of(ctx.seed + 1)
+        shift = paired_shift_test(real, twin, p.n_permutations, rng, p.tie_tolerance)
         if shift.wins + shift.losses < p.min_pairs:
             # no verdict could come of it: a reference with the model's own weights (the lab's
             # base checkpoint against its base model) scores every pair as the model does

@@ -71,11 +71,14 @@ def paired_shift_test(
     second: Sequence[float],
     permutations: int,
     rng: np.random.Generator,
+    tie_tolerance: float = 0.0,
 ) -> PairedShift:
     """Is ``first[i] - second[i]`` positive on average, more than swapping the two members of
     each pair at random makes it? Under "the two members are exchangeable" each difference is
     as likely with either sign, so flipping signs at random draws the null distribution of
-    their sum (add-one Monte Carlo p-value); all-zero differences give p = 1."""
+    their sum (add-one Monte Carlo p-value); all-zero differences give p = 1. A difference of at
+    most ``tie_tolerance`` is a tie (0): numerical noise, such as the same weights scored in
+    other batches on a GPU."""
     a = np.asarray(first, dtype=float)
     b = np.asarray(second, dtype=float)
     if a.shape != b.shape or a.ndim != 1 or a.size == 0:
@@ -85,6 +88,7 @@ def paired_shift_test(
     if permutations < 1:
         raise ValueError("paired_shift_test needs at least one permutation")
     d = a - b
+    d[np.abs(d) <= tie_tolerance] = 0.0
     signs = rng.choice(np.array([-1.0, 1.0]), size=(permutations, d.size))
     null = signs @ d
     observed = float(d.sum())
@@ -93,7 +97,7 @@ def paired_shift_test(
     p_value = add_one_p_value(observed - tolerance, null)
     sd = float(d.std(ddof=1)) if d.size > 1 else 0.0
     mean = float(d.mean())
-    sign = paired_sign_test(a, b)
+    sign = paired_sign_test(d, np.zeros_like(d))
     return PairedShift(
         n=int(d.size),
         mean=mean,
