@@ -14,7 +14,7 @@ the tests whose verdict was ``evidence`` and the dataset verdict.
 
 from __future__ import annotations
 
-from math import nan
+from math import ceil, nan
 from pathlib import Path
 from typing import Any
 
@@ -220,8 +220,6 @@ def rate_figure(table: pd.DataFrame) -> Any:
     """One panel per test (the dataset verdict first): TPR against the times a planted file
     was read, with 95 % CIs, and the held-out files' FPR as a dashed line. A legend of a dozen
     tests over one axis hid the curves; small multiples keep each readable."""
-    import math
-
     import matplotlib
 
     matplotlib.use("Agg")
@@ -229,7 +227,7 @@ def rate_figure(table: pd.DataFrame) -> Any:
 
     tests = sorted(set(table["test"]), key=lambda t: (t != "dataset", t))
     columns = min(4, max(1, len(tests)))
-    rows = max(1, math.ceil(len(tests) / columns))
+    rows = max(1, ceil(len(tests) / columns))
     figure, axes = plt.subplots(
         rows, columns, figsize=(2.6 * columns, 2.1 * rows), sharex=True, sharey=True, squeeze=False
     )
