@@ -100,8 +100,9 @@ def test_the_lab_table_sets_each_checkpoint_against_the_base_model(tmp_path):
     plan = LabPlan("t", {"small": 8}, ["held"], [0, 4], first_rows={"small": 8})
     texts = {"small": SMALL, "held": "x,y\n" + "".join(f"{i},{i}\n" for i in range(30))}
     lines = []
+    unread = {"small": "x,y\n" + "".join(f"{i},{2 * i}\n" for i in range(20))}
     table = ground_truth_table(
-        plan, {0: base, 4: other}, base, texts, 40, "cpu", rows=3, log=lines.append
+        plan, {0: base, 4: other}, base, texts, 40, "cpu", rows=3, log=lines.append, unread=unread
     )
     assert list(table.columns) == GROUND_TRUTH_COLUMNS
     assert table[["passes", "dataset"]].values.tolist() == [
@@ -118,5 +119,12 @@ def test_the_lab_table_sets_each_checkpoint_against_the_base_model(tmp_path):
     later = table[table["passes"] == 4]
     assert (later["loss_drop"] == later["base_loss"] - later["loss"]).all()
     assert (later["loss"] != later["base_loss"]).all()  # other weights, other loss
+    small = table[table["dataset"] == "small"].set_index("passes")
+    assert small.loc[0, "learned_over_unread"] == 0  # the base model against itself
+    gain = (small.loc[4, "unread_loss"] - small.loc[4, "loss"]) - (
+        small.loc[0, "unread_loss"] - small.loc[0, "loss"]
+    )
+    assert small.loc[4, "learned_over_unread"] == pytest.approx(gain) and gain != 0
+    assert table.loc[table["dataset"] == "held", "unread_loss"].isna().all()  # read whole
     assert table["rows_n"].tolist() == [3, 3, 3, 3]
     assert len(lines) == 2  # one line per checkpoint; the base model is checkpoint 0

@@ -67,6 +67,9 @@ def test_first_rows_plants_the_header_and_first_rows_exactly_as_in_the_file():
     assert plan.planted_text(dataset) == "x,y\r\n1,2\r\n3,4\r\n"
     whole = make_plan(config(first_rows={"a": 9}, n_planted=3))
     assert whole.planted_text(dataset) == text  # the file is shorter than the limit
+    assert plan.unread_text(dataset) == "x,y\r\n5,6\r\n"  # the header and the rows never read
+    assert whole.unread_text(dataset) is None
+    assert make_plan(config()).unread_text(dataset) is None  # read whole
     held = make_plan(config(first_rows={"c": 1}))
     assert held.first_rows == ({"c": 1} if "c" in held.planted else {})  # only where planted
     with pytest.raises(ConfigError, match="first_rows"):
@@ -170,6 +173,8 @@ def test_ground_truth_sits_beside_the_tests_that_found_each_file():
             "loss": [0.1, 1.4, 1.3],
             "base_loss": [1.3, 1.41, 1.3],
             "loss_drop": [1.2, 0.01, 0.0],
+            "unread_loss": [1.5, float("nan"), 1.35],
+            "learned_over_unread": [1.35, float("nan"), 0.0],
             "rows_written_back": [0.35, 0.0, 0.0],
             "rows_n": [20, 20, 20],
         }
@@ -179,11 +184,11 @@ def test_ground_truth_sits_beside_the_tests_that_found_each_file():
     assert view["dataset_verdict"].tolist() == ["evidence", "", ""]
     lines = ground_truth_markdown(view).splitlines()
     assert lines[2] == (
-        "| after 8 passes | a (first 150 rows) | planted | 8 | 0.100 | 1.300 | +1.200 | 7 / 20 "
-        "| header, min_k_prob | evidence |"
+        "| after 8 passes | a (first 150 rows) | planted | 8 | 0.100 | 1.300 | +1.200 | 1.500 "
+        "| +1.350 | 7 / 20 | header, min_k_prob | evidence |"
     )
     assert lines[3].startswith("| after 0 passes | a (first 150 rows) | planted | 0 |")
-    assert lines[4].endswith("| +0.010 | 0 / 20 | - | - |")  # held out last
+    assert lines[4].endswith("| +0.010 | - | - | 0 / 20 | - | - |")  # held out last
 
 
 def test_a_file_planted_by_its_first_rows_is_named_with_their_count():

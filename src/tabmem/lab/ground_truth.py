@@ -8,6 +8,12 @@ can be told from a miss on a file it knows:
   compared with the base model's, the drop is what fine-tuning taught.
 - **rows written back**: of a seeded sample of data rows, the share the model writes back
   exactly, greedily, from the raw file's header and the ten rows before it.
+
+Fine-tuning on a few files moves the loss of every table's text (in the lab's full setting a
+held-out file's loss rose by 3 nats a token), so a loss drop mixes what was learned of a file
+with that drift. Where only a file's first rows were read, its unread rows are the same file's
+control: ``learned_over_unread`` is how much more the read rows' loss fell than the unread
+rows' loss, against the base model (nats a token; 0 when nothing of those rows was learned).
 """
 
 from __future__ import annotations
@@ -32,13 +38,15 @@ CONTEXT_ROWS = 10
 @dataclass(frozen=True)
 class GroundTruth:
     """One checkpoint on one file: mean token loss over ``tokens`` predicted tokens (of
-    ``blocks`` blocks) and ``written_back`` of ``rows`` sampled rows reproduced exactly."""
+    ``blocks`` blocks), ``written_back`` of ``rows`` sampled rows reproduced exactly, and the
+    mean token loss of the file's unread rows (NaN when the whole file was read)."""
 
     loss: float
     tokens: int
     blocks: int
     written_back: int
     rows: int
+    unread_loss: float = float("nan")
 
     @property
     def share(self) -> float:
@@ -133,11 +141,18 @@ def measure(
     rows: int = 20,
     seed: int = 0,
     max_blocks: int = 48,
+    unread: str | None = None,
 ) -> GroundTruth:
-    """Both measures of one loaded model on one file's text."""
+    """Both measures of one loaded model on one file's text, and the loss of the file's
+    ``unread`` rows where only its first rows were read."""
     loss, tokens, blocks = mean_token_loss(model, tokenizer, text, block_size, max_blocks)
     written, sampled = rows_written_back(model, tokenizer, text, rows, seed)
-    return GroundTruth(loss, tokens, blocks, written, sampled)
+    unread_loss = (
+        mean_token_loss(model, tokenizer, unread, block_size, max_blocks)[0]
+        if unread
+        else float("nan")
+    )
+    return GroundTruth(loss, tokens, blocks, written, sampled, unread_loss)
 
 
 def measure_checkpoint(
@@ -148,12 +163,15 @@ def measure_checkpoint(
     rows: int = 20,
     seed: int = 0,
     max_blocks: int = 48,
+    unread: Mapping[str, str] | None = None,
 ) -> dict[str, GroundTruth]:
     """Load one checkpoint (a model folder or the base model's weights, as training loads
-    them) and measure it on every file (dataset -> text)."""
+    them) and measure it on every file (dataset -> text; ``unread``: dataset -> the rows of it
+    never read)."""
     tokenizer, model = load_base(weights, device, "float32")
+    unread = unread or {}
     return {
-        name: measure(model, tokenizer, text, block_size, rows, seed, max_blocks)
+        name: measure(model, tokenizer, text, block_size, rows, seed, max_blocks, unread.get(name))
         for name, text in texts.items()
     }
 
@@ -168,6 +186,8 @@ GROUND_TRUTH_COLUMNS = [
     "loss",
     "base_loss",
     "loss_drop",
+    "unread_loss",
+    "learned_over_unread",
     "rows_written_back",
     "rows_n",
     "tokens",
@@ -185,23 +205,26 @@ def ground_truth_table(
     seed: int = 0,
     max_blocks: int = 48,
     log: Callable[[str], None] = print,
+    unread: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
-    """Every checkpoint × file (``texts``: planted files as planted, held-out files whole)
-    against the base model (``base``; checkpoint 0 is the base model and is not loaded twice):
-    one row each with the columns of ``GROUND_TRUTH_COLUMNS``."""
+    """Every checkpoint × file (``texts``: planted files as planted, held-out files whole;
+    ``unread``: the unread rows of files planted by their first rows) against the base model
+    (``base``; checkpoint 0 is the base model and is not loaded twice): one row each with the
+    columns of ``GROUND_TRUTH_COLUMNS``."""
     measured: dict[int, dict[str, GroundTruth]] = {}
     for passes, folder in sorted(checkpoints.items(), reverse=True):
         started = time.monotonic()
         measured[passes] = measure_checkpoint(
-            folder, texts, block_size, device, rows, seed, max_blocks
+            folder, texts, block_size, device, rows, seed, max_blocks, unread
         )
         log(f"ground truth after {passes} passes: {time.monotonic() - started:.0f} s")
     reference = measured.get(0) or measure_checkpoint(
-        base, texts, block_size, device, rows, seed, max_blocks
+        base, texts, block_size, device, rows, seed, max_blocks, unread
     )
     out = []
     for passes, found in sorted(measured.items()):
         for dataset, truth in found.items():
+            base_truth = reference[dataset]
             out.append(
                 {
                     "checkpoint": checkpoint_name(plan.name, passes),
@@ -211,8 +234,11 @@ def ground_truth_table(
                     "group": "planted" if dataset in plan.planted else "held out",
                     "first_rows": plan.first_rows.get(dataset, 0),
                     "loss": truth.loss,
-                    "base_loss": reference[dataset].loss,
-                    "loss_drop": reference[dataset].loss - truth.loss,
+                    "base_loss": base_truth.loss,
+                    "loss_drop": base_truth.loss - truth.loss,
+                    "unread_loss": truth.unread_loss,
+                    "learned_over_unread": (truth.unread_loss - truth.loss)
+                    - (base_truth.unread_loss - base_truth.loss),
                     "rows_written_back": truth.share,
                     "rows_n": truth.rows,
                     "tokens": truth.tokens,

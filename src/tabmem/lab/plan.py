@@ -61,6 +61,16 @@ class LabPlan:
             return dataset.text
         return dataset.prefix_text(1 + limit)
 
+    def unread_text(self, dataset: Dataset) -> str | None:
+        """The rows of a planted file that the model never reads (the header, then the rows
+        after the first ``first_rows``, exactly as in the file): the same file's control for
+        how much the read rows were learned. None when the whole file is read."""
+        limit = self.first_rows.get(dataset.name)
+        records = dataset.records
+        if limit is None or limit + 1 >= len(records):
+            return None
+        return dataset.newline.join([records[0], *records[1 + limit :]]) + dataset.newline
+
 
 def load_lab_config(setting: str, overrides: Sequence[str] = ()) -> Any:
     """``conf/lab/<setting>.yaml`` (or a YAML file's path) with dotted ``key=value`` overrides."""

@@ -14,7 +14,7 @@ the tests whose verdict was ``evidence`` and the dataset verdict.
 
 from __future__ import annotations
 
-from math import ceil, nan
+from math import ceil, isnan, nan
 from pathlib import Path
 from typing import Any
 
@@ -194,12 +194,19 @@ def ground_truth_view(truth: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
     return truth.assign(found_by=found, dataset_verdict=verdicts)
 
 
+def _nats(value: object, spec: str) -> str:
+    """A loss for the table; '-' where there is none (a file read whole has no unread rows)."""
+    number = float(value) if value is not None else nan
+    return "-" if isnan(number) else format(number, spec)
+
+
 def ground_truth_markdown(view: pd.DataFrame) -> str:
     """The ground-truth view as Markdown: planted files first, deepest checkpoint first."""
     lines = [
         "| checkpoint | dataset | group | times read | loss | base loss | loss drop "
-        "| rows written back | found by | dataset verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| unread rows' loss | learned over unread | rows written back | found by "
+        "| dataset verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     order = view.assign(_held=view["group"] != GROUP_PLANTED)
     order = order.sort_values(["_held", "dataset", "passes"], ascending=[True, True, False])
@@ -210,7 +217,9 @@ def ground_truth_markdown(view: pd.DataFrame) -> str:
         )
         lines.append(
             f"| after {r['passes']} passes | {name} | {r['group']} | {r['repetitions']} "
-            f"| {r['loss']:.3f} | {r['base_loss']:.3f} | {r['loss_drop']:+.3f} | {rows} "
+            f"| {r['loss']:.3f} | {r['base_loss']:.3f} | {r['loss_drop']:+.3f} "
+            f"| {_nats(r.get('unread_loss'), '.3f')} "
+            f"| {_nats(r.get('learned_over_unread'), '+.3f')} | {rows} "
             f"| {r['found_by'] or '-'} | {r['dataset_verdict'] or '-'} |"
         )
     return "\n".join(lines) + "\n"

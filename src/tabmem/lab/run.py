@@ -23,7 +23,7 @@ from omegaconf import OmegaConf
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.errors import ConfigError
 from tabmem.lab.evaluate import Sweep, run_sweep, sweep_command
-from tabmem.lab.ground_truth import ground_truth_table
+from tabmem.lab.ground_truth import GROUND_TRUTH_COLUMNS, ground_truth_table
 from tabmem.lab.models import base_model_config, base_weights, write_model_configs
 from tabmem.lab.plan import LabPlan, load_lab_config, make_plan
 from tabmem.lab.report import (
@@ -94,6 +94,7 @@ def run_lab(
     checkpoints = _checkpoints(folder, plan, stamp)
     texts = {d: load_dataset(specs[d]) for d in [*plan.planted, *plan.held_out]}
     planted = {d: plan.planted_text(texts[d]) for d in plan.planted}
+    unread = {d: t for d in plan.planted if (t := plan.unread_text(texts[d])) is not None}
     if checkpoints is None:
         base_cfg = base_model_config(str(cfg.base_model))
         weights = base_weights(base_cfg, outputs_dir.resolve() / "weights")
@@ -104,7 +105,7 @@ def run_lab(
     seconds["train"] = time.monotonic() - started
     started = time.monotonic()
     files_text = {**{d: texts[d].text for d in plan.held_out}, **planted}
-    truth = _ground_truth(cfg, plan, checkpoints, files_text, root, outputs_dir, stamp, log)
+    truth = _ground_truth(cfg, plan, checkpoints, files_text, unread, root, outputs_dir, stamp, log)
     seconds["ground_truth"] = time.monotonic() - started
     models = write_model_configs(plan, checkpoints, cfg.evaluation, root / "conf", stamp)
     experiment = f"lab-{plan.name}"
@@ -138,6 +139,7 @@ def _ground_truth(
     plan: LabPlan,
     checkpoints: dict[int, Path],
     texts: dict[str, str],
+    unread: dict[str, str],
     root: Path,
     outputs_dir: Path,
     stamp: str,
@@ -149,7 +151,8 @@ def _ground_truth(
     path = root / "ground_truth.csv"
     if path.is_file():
         kept = pd.read_csv(path)
-        if "fingerprint" in kept and set(kept["fingerprint"].astype(str)) == {stamp}:
+        current = set(GROUND_TRUTH_COLUMNS) <= set(kept)  # written by this version
+        if current and "fingerprint" in kept and set(kept["fingerprint"].astype(str)) == {stamp}:
             log(f"reusing the ground truth in {path} (same lab setting)")
             return kept.drop(columns=["found_by", "dataset_verdict"], errors="ignore")
     options = cfg.get("ground_truth") or {}
@@ -168,6 +171,7 @@ def _ground_truth(
         int(cfg.seed),
         int(options.get("max_blocks", 48)),
         log,
+        unread,
     )
     truth = truth.assign(fingerprint=stamp)
     truth.to_csv(path, index=False)
@@ -194,8 +198,8 @@ def _log_report(
             metrics[f"{key}.rate"] = r["rate"]
     for _, r in truth.iterrows():
         key = f"ground_truth.{r['dataset']}.p{r['passes']}"
-        for column in ("loss", "loss_drop", "rows_written_back"):
-            if r[column] == r[column]:  # NaN (no row sampled) is not a metric
+        for column in ("loss", "loss_drop", "learned_over_unread", "rows_written_back"):
+            if r[column] == r[column]:  # NaN (no row sampled, no unread rows) is not a metric
                 metrics[f"{key}.{column}"] = float(r[column])
     store.log_cell(
         f"lab | {plan.name} | report",
