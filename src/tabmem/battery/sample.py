@@ -143,18 +143,15 @@ def sample_statistics(
 
 
 def _verdict(s: SampleStatistics, rule: CountRule) -> tuple[Verdict, str]:
-    """Copies by the count rule (``tabmem.stats.hits``); short of a signal there, samples
-    closer to real rows than real rows are to each other are ``ambiguous``."""
+    """Copies by the count rule (``tabmem.stats.hits``). Closeness is reported, not decided
+    on: a model that draws near the data's modes (a low temperature, a sharp model of the
+    distribution) lies closer to real rows than real rows lie to each other without having
+    read one: the reference models that know the distribution and no row were ``ambiguous``
+    by it on 208 of 1,008 negative cells (both query settings)."""
     if s.n_complete == 0:
         return Verdict.NO_EVIDENCE, "no sample named every feature, so none could be compared"
     count = HitCount(s.copies, s.n_queries, s.copy_chance)
     decision = decide_hits("samples that copy a real row", count, rule, s.copy_p_value)
-    if decision.verdict == Verdict.NO_EVIDENCE and s.closeness_p_value < rule.alpha:
-        return Verdict.AMBIGUOUS, (
-            f"{decision.reason}; yet samples share more features with their closest real row "
-            f"({s.best_match_samples:.2f}) than real rows do ({s.best_match_real:.2f}, "
-            f"p={s.closeness_p_value:.2g})"
-        )
     return decision.verdict, decision.reason
 
 
