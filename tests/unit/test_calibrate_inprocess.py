@@ -131,6 +131,17 @@ def test_dataset_verdicts_group_one_model_file_seed_and_setting() -> None:
     assert 0.01 <= verdicts[(1, "default")]["p_value"] <= 1
 
 
+def test_a_group_without_a_test_applicable_elsewhere_gives_no_dataset_verdict() -> None:
+    rows = [
+        _row("row_completion", "no_evidence", 0.7),
+        _row("first_token", "evidence", 1e-6),
+        _row("first_token", "evidence", 1e-6, seed=1),  # a --tests run of first token alone
+        _row("min_k_prob", "not_applicable", None),  # never applicable: not required
+    ]
+    verdicts = dataset_verdicts(rows)
+    assert [(v["seed"], v["tests"]) for v in verdicts] == [(0, 3)]
+
+
 def test_fpr_rows_count_applicable_dataset_verdicts_only() -> None:
     rows = [
         _row("row_completion", "evidence", 1e-9),

@@ -41,6 +41,7 @@ from tabmem.calibrate.cells import (
 from tabmem.calibrate.tables import (
     DATASET_VERDICT,
     FPR_HEADER,
+    VERDICT_KEY,
     dataset_verdicts,
     fpr_rows,
     fpr_table,
@@ -370,7 +371,7 @@ def tabulate(
     return outcome
 
 
-CELL_KEY = ("model", "rest", "dataset", "transform", "test", "setting", "seed", "share")
+CELL_KEY = (*VERDICT_KEY, "test")
 """What names a cell: runs whose seeds overlap give the same cell twice, counted once."""
 
 

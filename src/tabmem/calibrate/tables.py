@@ -24,7 +24,7 @@ from tabmem.stats.pvalues import clopper_pearson
 
 DATASET_VERDICT = "dataset verdict"
 """How the tables name the combined verdict of a cell's tests of rows seen."""
-CELL_KEY = ("model", "rest", "share", "dataset", "transform", "seed", "setting")
+VERDICT_KEY = ("model", "rest", "share", "dataset", "transform", "seed", "setting")
 """The fields that name one model × dataset × transform × seed × setting: one dataset verdict."""
 LEVEL = 0.95
 
@@ -53,19 +53,31 @@ def dataset_verdicts(
     rows: Iterable[Mapping[str, Any]], rule: DatasetRule | None = None
 ) -> list[dict[str, Any]]:
     """One row per model × dataset × transform × seed × setting (and share and rest): the
-    dataset verdict (``tabmem.stats.combine.decide_dataset``) over that cell's tests."""
+    dataset verdict (``tabmem.stats.combine.decide_dataset``) over that cell's tests.
+
+    A group that lacks a test applicable elsewhere at its setting is left out: recorded runs
+    of a few tests (``--tests``) tabulated beside whole runs would otherwise give verdicts of
+    those few tests alone, which is not the product's dataset verdict."""
+    rows = list(rows)
     groups: dict[tuple[Any, ...], list[TestOutcome]] = defaultdict(list)
     for row in rows:
         p = row["p_value"]
-        groups[tuple(row[k] for k in CELL_KEY)].append(
+        groups[tuple(row[k] for k in VERDICT_KEY)].append(
             TestOutcome(row["test"], row["verdict"], None if p in ("", None) else float(p))
         )
+    setting = VERDICT_KEY.index("setting")
+    required: dict[Any, set[str]] = defaultdict(set)
+    for row in rows:
+        if row["verdict"] != Verdict.NOT_APPLICABLE:
+            required[row["setting"]].add(str(row["test"]))
     out = []
     for key, outcomes in groups.items():
+        if not required[key[setting]] <= {o.test for o in outcomes}:
+            continue
         decided = decide_dataset(outcomes, rule or DatasetRule())
         out.append(
             {
-                **dict(zip(CELL_KEY, key, strict=True)),
+                **dict(zip(VERDICT_KEY, key, strict=True)),
                 "test": DATASET_VERDICT,
                 "verdict": str(decided.verdict),
                 "p_value": decided.p_value,
