@@ -19,6 +19,7 @@ from tabmem.calibrate.run import compose_world, plan_jobs, read_cells, run_jobs,
 from tabmem.calibrate.tables import (
     DATASET_VERDICT,
     dataset_verdicts,
+    file_power_markdown,
     fpr_rows,
     fpr_upper_bound,
 )
@@ -140,6 +141,27 @@ def test_a_group_without_a_test_applicable_elsewhere_gives_no_dataset_verdict() 
     ]
     verdicts = dataset_verdicts(rows)
     assert [(v["seed"], v["tests"]) for v in verdicts] == [(0, 3)]
+
+
+def test_file_power_counts_each_file_apart() -> None:
+    def verdict(dataset: str, share: float, seed: int, found: bool) -> dict:
+        return {
+            "model": "oracle-partial",
+            "rest": "forest",
+            "share": share,
+            "dataset": dataset,
+            "transform": "original",
+            "seed": seed,
+            "setting": "default",
+            "test": DATASET_VERDICT,
+            "verdict": "evidence" if found else "no_evidence",
+        }
+
+    rows = [verdict("iris", 0.1, s, s < 1) for s in range(3)]
+    rows += [verdict("adult", 0.1, s, True) for s in range(3)]
+    text = file_power_markdown(rows)
+    assert "### dataset verdict per file, rest: forest, setting: default" in text
+    assert "| adult | 3/3 = 1.000 |" in text and "| iris | 1/3 = 0.333 |" in text
 
 
 def test_fpr_rows_count_applicable_dataset_verdicts_only() -> None:

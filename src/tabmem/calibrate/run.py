@@ -43,6 +43,7 @@ from tabmem.calibrate.tables import (
     FPR_HEADER,
     VERDICT_KEY,
     dataset_verdicts,
+    file_power_markdown,
     fpr_rows,
     fpr_table,
     markdown,
@@ -436,7 +437,11 @@ def write_outputs(outcome: Outcome, out: Path) -> list[Path]:
         "# Power of the tests of rows seen on partial memorizers (in-process calibration)\n\n"
         f"{describe(outcome)}\n\nTPR = `evidence` among applicable cells, with its "
         "Clopper-Pearson 95 % interval; `rest` is what answers the rows the partial "
-        "memorizer does not know.\n\n" + power_markdown(outcome.power) + "\n"
+        "memorizer does not know.\n\n"
+        + power_markdown(outcome.power)
+        + "\n\n"
+        + file_power_markdown(outcome.verdicts)
+        + "\n"
     )
     figure_path = out / "reference_power.png"
     power_figure(outcome.power, figure_path)

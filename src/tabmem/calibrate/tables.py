@@ -215,6 +215,36 @@ def power_markdown(power: Sequence[Mapping[str, Any]]) -> str:
     return "\n\n".join(parts)
 
 
+def file_power_markdown(verdicts: Sequence[Mapping[str, Any]]) -> str:
+    """The dataset verdict's power per file: one table per rest and setting, files as rows,
+    shares as columns, ``evidence`` among applicable verdicts. A share is a number of rows,
+    so a small file can miss at a share that a large one never misses; pooling hides it."""
+    by: dict[tuple[str, str], dict[str, dict[float, list[str]]]] = defaultdict(dict)
+    for row in verdicts:
+        if role(row) == "power":
+            files = by[(str(row["rest"]), str(row["setting"]))]
+            files.setdefault(str(row["dataset"]), defaultdict(list))[float(row["share"])].append(
+                str(row["verdict"])
+            )
+    shares = sorted({float(r["share"]) for r in verdicts if role(r) == "power"})
+    parts = []
+    for (rest, setting), files in sorted(by.items()):
+        body = []
+        for dataset, by_share in sorted(files.items()):
+            cells = []
+            for share in shares:
+                applicable = [v for v in by_share.get(share, []) if v != Verdict.NOT_APPLICABLE]
+                found = applicable.count(Verdict.EVIDENCE)
+                cells.append(fraction(found, len(applicable)) if applicable else "-")
+            body.append([dataset, *cells])
+        header = ["file", *(f"share {s:g}" for s in shares)]
+        parts.append(
+            f"### dataset verdict per file, rest: {rest}, setting: {setting}\n\n"
+            + markdown(header, body)
+        )
+    return "\n\n".join(parts)
+
+
 def power_figure(power: Sequence[Mapping[str, Any]], path: Path) -> None:
     """TPR by share with its interval: a row of panels per rest, a column per setting; the
     dataset verdict bold with its interval, each test thin."""
