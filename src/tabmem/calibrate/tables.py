@@ -58,18 +58,16 @@ def dataset_verdicts(
     A group that lacks a test applicable elsewhere at its setting is left out: recorded runs
     of a few tests (``--tests``) tabulated beside whole runs would otherwise give verdicts of
     those few tests alone, which is not the product's dataset verdict."""
-    rows = list(rows)
     groups: dict[tuple[Any, ...], list[TestOutcome]] = defaultdict(list)
+    required: dict[Any, set[str]] = defaultdict(set)  # per setting, the tests that applied
     for row in rows:
         p = row["p_value"]
         groups[tuple(row[k] for k in VERDICT_KEY)].append(
             TestOutcome(row["test"], row["verdict"], None if p in ("", None) else float(p))
         )
-    setting = VERDICT_KEY.index("setting")
-    required: dict[Any, set[str]] = defaultdict(set)
-    for row in rows:
         if row["verdict"] != Verdict.NOT_APPLICABLE:
             required[row["setting"]].add(str(row["test"]))
+    setting = VERDICT_KEY.index("setting")
     out = []
     for key, outcomes in groups.items():
         if not required[key[setting]] <= {o.test for o in outcomes}:
@@ -219,12 +217,12 @@ def file_power_markdown(verdicts: Sequence[Mapping[str, Any]]) -> str:
     """The dataset verdict's power per file: one table per rest and setting, files as rows,
     shares as columns, ``evidence`` among applicable verdicts. A share is a number of rows,
     so a small file can miss at a share that a large one never misses; pooling hides it."""
-    by: dict[tuple[str, str], dict[str, dict[float, list[str]]]] = defaultdict(dict)
+    by: dict[tuple[str, str], dict[str, dict[float, list[Mapping[str, Any]]]]] = defaultdict(dict)
     for row in verdicts:
         if role(row) == "power":
             files = by[(str(row["rest"]), str(row["setting"]))]
             files.setdefault(str(row["dataset"]), defaultdict(list))[float(row["share"])].append(
-                str(row["verdict"])
+                row
             )
     shares = sorted({float(r["share"]) for r in verdicts if role(r) == "power"})
     parts = []
@@ -233,9 +231,9 @@ def file_power_markdown(verdicts: Sequence[Mapping[str, Any]]) -> str:
         for dataset, by_share in sorted(files.items()):
             cells = []
             for share in shares:
-                applicable = [v for v in by_share.get(share, []) if v != Verdict.NOT_APPLICABLE]
-                found = applicable.count(Verdict.EVIDENCE)
-                cells.append(fraction(found, len(applicable)) if applicable else "-")
+                counted = _count(by_share.get(share, []))
+                found, applicable = counted["evidence"], counted["applicable"]
+                cells.append(fraction(found, applicable) if applicable else "-")
             body.append([dataset, *cells])
         header = ["file", *(f"share {s:g}" for s in shares)]
         parts.append(

@@ -194,10 +194,9 @@ def ground_truth_view(truth: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
     return truth.assign(found_by=found, dataset_verdict=verdicts)
 
 
-def _nats(value: object, spec: str) -> str:
+def _nats(value: float, spec: str) -> str:
     """A loss for the table; '-' where there is none (a file read whole has no unread rows)."""
-    number = float(value) if value is not None else nan
-    return "-" if isnan(number) else format(number, spec)
+    return "-" if isnan(value) else format(value, spec)
 
 
 def ground_truth_markdown(view: pd.DataFrame) -> str:
@@ -218,8 +217,8 @@ def ground_truth_markdown(view: pd.DataFrame) -> str:
         lines.append(
             f"| after {r['passes']} passes | {name} | {r['group']} | {r['repetitions']} "
             f"| {r['loss']:.3f} | {r['base_loss']:.3f} | {r['loss_drop']:+.3f} "
-            f"| {_nats(r.get('unread_loss'), '.3f')} "
-            f"| {_nats(r.get('learned_over_unread'), '+.3f')} | {rows} "
+            f"| {_nats(r['unread_loss'], '.3f')} "
+            f"| {_nats(r['learned_over_unread'], '+.3f')} | {rows} "
             f"| {r['found_by'] or '-'} | {r['dataset_verdict'] or '-'} |"
         )
     return "\n".join(lines) + "\n"
