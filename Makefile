@@ -98,7 +98,7 @@ browser:
 		|| echo "chromium is not installed and cannot be here: the browser test will be skipped"
 
 # The contamination lab, minimal setting (CPU, minutes): docs/lab.md. LAB=standard: four files at
-# graded depths, every test of rows seen (CPU, about 1.5 hours); LAB=full on a GPU.
+# graded depths, every test of rows seen (CPU, about 1 h 45 min); LAB=full on a GPU.
 LAB ?= minimal
 lab: install
 	$(TABMEM) lab $(LAB)
