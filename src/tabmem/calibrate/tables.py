@@ -217,21 +217,19 @@ def file_power_markdown(verdicts: Sequence[Mapping[str, Any]]) -> str:
     """The dataset verdict's power per file: one table per rest and setting, files as rows,
     shares as columns, ``evidence`` among applicable verdicts. A share is a number of rows,
     so a small file can miss at a share that a large one never misses; pooling hides it."""
-    by: dict[tuple[str, str], dict[str, dict[float, list[Mapping[str, Any]]]]] = defaultdict(dict)
+    by: dict[tuple[str, str, str, float], list[Mapping[str, Any]]] = defaultdict(list)
     for row in verdicts:
         if role(row) == "power":
-            files = by[(str(row["rest"]), str(row["setting"]))]
-            files.setdefault(str(row["dataset"]), defaultdict(list))[float(row["share"])].append(
-                row
-            )
-    shares = sorted({float(r["share"]) for r in verdicts if role(r) == "power"})
+            key = (str(row["rest"]), str(row["setting"]), str(row["dataset"]), float(row["share"]))
+            by[key].append(row)
+    shares = sorted({key[3] for key in by})
     parts = []
-    for (rest, setting), files in sorted(by.items()):
+    for rest, setting in sorted({key[:2] for key in by}):
         body = []
-        for dataset, by_share in sorted(files.items()):
+        for dataset in sorted({key[2] for key in by if key[:2] == (rest, setting)}):
             cells = []
             for share in shares:
-                counted = _count(by_share.get(share, []))
+                counted = _count(by.get((rest, setting, dataset, share), []))
                 found, applicable = counted["evidence"], counted["applicable"]
                 cells.append(fraction(found, applicable) if applicable else "-")
             body.append([dataset, *cells])
