@@ -52,9 +52,20 @@ class LabOutcome:
     ground_truth: pd.DataFrame
 
 
-def fingerprint(cfg: object) -> str:
-    """A hash of the lab's whole setting: a changed setting retrains and re-evaluates."""
-    blob = json.dumps(OmegaConf.to_container(cfg, resolve=True), sort_keys=True)
+ASKING = ("evaluation",)
+"""The sections of a lab setting that say what the checkpoints are asked, not what they read:
+changing one re-evaluates and keeps the checkpoints and their ground truth."""
+MEASURING = ("ground_truth",)
+"""The section that says how the ground truth is measured: changing it measures it again and
+keeps the checkpoints."""
+
+
+def fingerprint(cfg: object, leave_out: Sequence[str] = ()) -> str:
+    """A hash of the lab's setting without its sections ``leave_out``: the whole setting names
+    a version of the cells, less of it the checkpoints and the ground truth it decides."""
+    setting = OmegaConf.to_container(cfg, resolve=True)
+    kept = {key: value for key, value in dict(setting).items() if key not in leave_out}
+    blob = json.dumps(kept, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -79,6 +90,7 @@ def run_lab(
     cfg = load_lab_config(setting, overrides)
     plan = make_plan(cfg)
     stamp = fingerprint(cfg)
+    trained = fingerprint(cfg, (*ASKING, *MEASURING))
     root = outputs_dir.resolve() / "lab" / plan.name
     log(
         f"lab '{plan.name}': planted {plan.planted} (dataset: times read), held out {plan.held_out}"
@@ -91,7 +103,7 @@ def run_lab(
     seconds: dict[str, float] = {}
     started = time.monotonic()
     folder = root / "checkpoints"
-    checkpoints = _checkpoints(folder, plan, stamp)
+    checkpoints = _checkpoints(folder, plan, trained)
     texts = {d: load_dataset(specs[d]) for d in [*plan.planted, *plan.held_out]}
     planted = {d: plan.planted_text(texts[d]) for d in plan.planted}
     unread = {d: t for d in plan.planted if (t := plan.unread_text(texts[d])) is not None}
@@ -99,13 +111,16 @@ def run_lab(
         base_cfg = base_model_config(str(cfg.base_model))
         weights = base_weights(base_cfg, outputs_dir.resolve() / "weights")
         checkpoints = fine_tune(plan, planted, weights, cfg.training, folder, int(cfg.seed), log)
-        (folder / STAMP).write_text(stamp)
+        (folder / STAMP).write_text(trained)
     else:
         log(f"reusing the checkpoints in {folder} (same lab setting)")
     seconds["train"] = time.monotonic() - started
     started = time.monotonic()
     files_text = {**{d: texts[d].text for d in plan.held_out}, **planted}
-    truth = _ground_truth(cfg, plan, checkpoints, files_text, unread, root, outputs_dir, stamp, log)
+    measured = fingerprint(cfg, ASKING)
+    truth = _ground_truth(
+        cfg, plan, checkpoints, files_text, unread, root, outputs_dir, measured, log
+    )
     seconds["ground_truth"] = time.monotonic() - started
     models = write_model_configs(plan, checkpoints, cfg.evaluation, root / "conf", stamp)
     experiment = f"lab-{plan.name}"
