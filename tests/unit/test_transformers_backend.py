@@ -139,3 +139,21 @@ def test_a_cpu_model_takes_the_threads_its_cell_was_given(tmp_path):
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_plain_prompt_is_generated_after_bos_as_a_scored_context_is_read(backend):
+    prompt = "5.1,3.5,1.4,0.2\n4.9,3.0,"
+    ids = backend.tokenizer(prompt)["input_ids"]
+    assert ids[:1] != [backend.tokenizer.bos_token_id]  # the tokenizer adds no BOS itself
+
+    def continuation(start):
+        with torch.no_grad():
+            out = backend.model.generate(
+                input_ids=torch.tensor([start]), do_sample=False, max_new_tokens=8, pad_token_id=0
+            )
+        return backend.tokenizer.decode(out[0, len(start) :], skip_special_tokens=True)
+
+    after_bos, alone = continuation([1, *ids]), continuation(ids)
+    assert after_bos != alone  # the test can tell the two apart on this prompt
+    assert backend.complete(prompt, greedy(8)) == after_bos
+    assert backend.identity["plain_prompts"] == "after BOS"  # older cached answers miss
