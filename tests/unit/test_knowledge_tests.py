@@ -288,3 +288,30 @@ def test_feature_values_separates_knowing_the_file_from_writing_plausible_number
     assert guesses.verdict is not Verdict.EVIDENCE, guesses.reason
     rates = guesses.tables["feature_formats.json"].set_index("feature")["rate"]
     assert rates["kind"] == 1.0 and rates["width"] < 0.6
+
+
+class SeedRecorder(InProcessOracle):
+    """The null oracle, noting the seed of every request."""
+
+    def __init__(self) -> None:
+        super().__init__(NullOracle([ORCHARD]))
+        self.seeds: list[int] = []
+
+    def _answer(self, prompt, params, chat):
+        self.seeds.append(params.seed)
+        return super()._answer(prompt, params, chat)
+
+
+def test_runs_at_two_seeds_share_no_sample_query_seed():
+    """A reference model answers a repeated question by its seed alone: with overlapping
+    query seeds, runs at seeds 0 and 1 had 39 of their 40 query seeds in common."""
+    seeds = {}
+    for run_seed in (0, 1):
+        recorder = SeedRecorder()
+        model = LanguageModel(recorder, "null", prompt_form="chat", show_progress=False)
+        params = {**settings_of("sample", **SETTINGS["sample"]), "few_shot_pool": []}
+        get_test("sample")(TestContext(ORCHARD, model, params, seed=run_seed))
+        seeds[run_seed] = recorder.seeds
+    assert len(seeds[0]) == len(set(seeds[0])) == 40
+    assert not set(seeds[0]) & set(seeds[1])
+    assert all(0 <= s < 2**31 for s in seeds[0] + seeds[1])
