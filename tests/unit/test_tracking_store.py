@@ -8,6 +8,8 @@ import sqlite3
 import time
 import warnings
 
+import pytest
+
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.data.transforms import apply_transform
 from tabmem.paths import data_dir
@@ -31,6 +33,27 @@ def test_a_new_experiment_is_of_the_model_training_kind_and_the_store_is_in_wal_
     assert "verdict" in tags["mlflow.note.content"]
     with sqlite3.connect(tmp_path / "mlflow.db") as connection:
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_store_stopped_while_its_tables_are_made_leaves_none_behind(tmp_path, monkeypatch):
+    """A new store is made beside its path and moved there whole: a grid stopped during the
+    migration left a half-made store that no later run could open."""
+    import mlflow.store.db.utils as db_utils
+
+    made = db_utils._initialize_tables
+
+    def stopped_halfway(engine):
+        with engine.begin() as connection:
+            connection.exec_driver_sql("CREATE TABLE experiments (experiment_id INTEGER)")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(db_utils, "_initialize_tables", stopped_halfway)
+    with pytest.raises(KeyboardInterrupt):
+        _store(tmp_path).open_client()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["artifacts", "mlflow.lock"]
+    monkeypatch.setattr(db_utils, "_initialize_tables", made)
+    store = _store(tmp_path)
+    assert store.client.get_experiment(store.experiment_id).name == "exp"
 
 
 def test_an_existing_experiment_without_a_kind_gets_one(tmp_path):

@@ -151,6 +151,7 @@ class TrackingStore:
         for logger_name in ("mlflow", "alembic"):
             logging.getLogger(logger_name).setLevel(logging.WARNING)
         with self._file_lock():
+            _create_sqlite_whole(self.uri)
             client = MlflowClient(tracking_uri=self.uri)
             found = client.get_experiment_by_name(self.experiment)
             if found is None:
@@ -316,6 +317,34 @@ def finished_in_sqlite(path: Path, experiment: str, config_hash: str) -> StoredR
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _create_sqlite_whole(uri: str) -> None:
+    """Create a new SQLite store's tables in a file beside it and move it into place whole.
+
+    MLflow migrates a new store table by table, and SQLite commits each change to the schema
+    as it goes: a grid killed meanwhile (Ctrl-C, SIGKILL, a job's time limit) left a store
+    half migrated that every later run failed to open ("duplicate column name"). Called
+    under the store's lock; an existing file is left as it is."""
+    if not uri.startswith("sqlite:///"):
+        return
+    path = Path(uri.removeprefix("sqlite:///"))
+    if path.exists():
+        return
+    from mlflow.store.db.utils import _initialize_tables, create_sqlalchemy_engine_with_retry
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial.unlink(missing_ok=True)
+    try:
+        engine = create_sqlalchemy_engine_with_retry(f"sqlite:///{partial}")
+        try:
+            _initialize_tables(engine)
+        finally:
+            engine.dispose()
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def _use_wal(uri: str) -> None:
