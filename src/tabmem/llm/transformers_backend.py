@@ -176,7 +176,7 @@ class TransformersBackend:
             "provider": "transformers",
             "model": name,
             "weights_sha256": weights_fingerprint(self.weights),
-            "plain_prompts": "after BOS",  # answers cached before they were are not served
+            "plain_prompts": "after BOS",  # answers cached before BOS came first are asked again
         }
         self._batcher = Batcher(self._generate_batch, self.batch_size, batch_wait_s)
 
