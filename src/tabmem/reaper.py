@@ -8,7 +8,7 @@ callback), which notes the launcher's living descendants five times a second; wh
 dies without writing that the grid is over, the reaper kills every process it noted and ends.
 Linux only (it reads ``/proc``); elsewhere no reaper starts.
 
-    python -m tabmem.reaper <launcher pid>     # started by the launcher, its stdin a pipe
+    python -m tabmem.reaper <launcher pid> <its group> <its start>   # its stdin a pipe
 """
 
 from __future__ import annotations
@@ -70,15 +70,27 @@ def orphans(group: str, since: int) -> set[int]:
     }
 
 
-def watch(launcher: int, poll_s: float = 0.2) -> set[int]:
+def mark(pid: int) -> tuple[str, int] | None:
+    """``pid``'s process group and start time (clock ticks after boot), or None if it ended."""
+    try:
+        stat = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return fields[2], int(fields[19])
+
+
+def watch(launcher: int, marked: tuple[str, int] | None = None, poll_s: float = 0.2) -> set[int]:
     """Note the launcher's descendants until its pipe on stdin says the grid is over (then
     kill nothing) or closes without saying so (the launcher died: kill those last noted, and
-    its orphans); the pids killed."""
+    its orphans); the pids killed. ``marked`` is the launcher's ``mark``, as it passed it: a
+    reaper that starts after its launcher died (a loaded machine, a launcher killed at once)
+    still finds the orphans by it."""
     me, noted, said = os.getpid(), set(), b""
-    itself = _stats().get(launcher)
-    if itself is None:
+    marked = marked or mark(launcher)
+    if marked is None:
         return set()
-    group, since = itself[2], int(itself[19])
+    group, since = marked
     while True:
         ready, _, _ = select.select([0], [], [], poll_s)
         if ready:
@@ -109,8 +121,9 @@ class GridReaper(Callback):
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
         if not PROC.is_dir():
             return
+        group, since = mark(os.getpid()) or ("", 0)
         reaper = subprocess.Popen(
-            [sys.executable, "-m", "tabmem.reaper", str(os.getpid())],
+            [sys.executable, "-m", "tabmem.reaper", str(os.getpid()), group, str(since)],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -128,4 +141,5 @@ class GridReaper(Callback):
 
 
 if __name__ == "__main__":
-    watch(int(sys.argv[1]))
+    given = (sys.argv[2], int(sys.argv[3])) if len(sys.argv) == 4 and sys.argv[2] else None
+    watch(int(sys.argv[1]), given)
