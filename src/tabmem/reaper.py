@@ -27,19 +27,22 @@ PROC = Path("/proc")
 DONE = b"done\n"
 
 
+def _fields(entry: Path) -> list[str] | None:
+    """The ``stat`` fields of the process ``entry`` (``/proc/<pid>``) after its name (state
+    first, then parent, process group …; the start time is field 19 of these), or None when
+    it ended."""
+    try:
+        stat = (entry / "stat").read_text()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2 :].split()
+
+
 def _stats() -> dict[int, list[str]]:
-    """Each living process's ``/proc/<pid>/stat`` fields after its name (state first, then
-    parent, process group …; the start time is field 19 of these)."""
+    """Each living process's ``_fields``."""
     found = {}
     for entry in PROC.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:  # it ended meanwhile
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if fields[0] != "Z":
+        if entry.name.isdigit() and (fields := _fields(entry)) and fields[0] != "Z":
             found[int(entry.name)] = fields
     return found
 
@@ -72,12 +75,8 @@ def orphans(group: str, since: int) -> set[int]:
 
 def mark(pid: int) -> tuple[str, int] | None:
     """``pid``'s process group and start time (clock ticks after boot), or None if it ended."""
-    try:
-        stat = (PROC / str(pid) / "stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return fields[2], int(fields[19])
+    fields = _fields(PROC / str(pid))
+    return (fields[2], int(fields[19])) if fields else None
 
 
 def watch(launcher: int, marked: tuple[str, int] | None = None, poll_s: float = 0.2) -> set[int]:

@@ -192,11 +192,10 @@ class TrackingStore:
         """The newest finished run of this exact cell configuration, if there is one: read
         from a SQLite file with ``sqlite3`` while the client is not open (no store file: none),
         else searched through the client."""
-        if self._client is None and self.uri.startswith("sqlite:///"):
+        path = sqlite_path(self.uri)
+        if self._client is None and path is not None:
             try:
-                return finished_in_sqlite(
-                    Path(self.uri.removeprefix("sqlite:///")), self.experiment, config_hash
-                )
+                return finished_in_sqlite(path, self.experiment, config_hash)
             except sqlite3.Error:  # a store being created or migrated: ask MLflow
                 pass
         with self.locked():
@@ -315,6 +314,11 @@ def finished_in_sqlite(path: Path, experiment: str, config_hash: str) -> StoredR
     return StoredRun(run_id, tags, metrics)
 
 
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` tracking URI; None for any other store."""
+    return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -326,10 +330,8 @@ def _create_sqlite_whole(uri: str) -> None:
     as it goes: a grid killed meanwhile (Ctrl-C, SIGKILL, a job's time limit) left a store
     half migrated that every later run failed to open ("duplicate column name"). Called
     under the store's lock; an existing file is left as it is."""
-    if not uri.startswith("sqlite:///"):
-        return
-    path = Path(uri.removeprefix("sqlite:///"))
-    if path.exists():
+    path = sqlite_path(uri)
+    if path is None or path.exists():
         return
     from mlflow.store.db.utils import _initialize_tables, create_sqlalchemy_engine_with_retry
 
@@ -351,13 +353,14 @@ def _use_wal(uri: str) -> None:
     """Put a SQLite store in WAL mode (kept in the file) and make this process's connections
     commit with ``synchronous=NORMAL``: safe against crashes of the process, far cheaper per
     commit than the default, which syncs the whole database on every transaction."""
-    if not uri.startswith("sqlite:///"):
+    path = sqlite_path(uri)
+    if path is None:
         return
     from sqlalchemy import event
     from sqlalchemy.engine import Engine
 
     try:
-        with closing(sqlite3.connect(uri.removeprefix("sqlite:///"), timeout=60)) as connection:
+        with closing(sqlite3.connect(path, timeout=60)) as connection:
             if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 connection.execute("PRAGMA journal_mode=WAL")
     except sqlite3.OperationalError as exc:  # only slower commits: never fail a grid for it
