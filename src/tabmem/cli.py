@@ -42,15 +42,12 @@ def _help() -> str:
 
 def _store(given: str | None) -> str:
     """The MLflow store to read; a SQLite store must exist already (reading creates none)."""
-    from tabmem.errors import TabmemError
-    from tabmem.tracking.store import tracking_uri
+    from tabmem.tracking.store import require_store, tracking_uri
 
     uri = tracking_uri(given, Path("outputs"))
-    if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).is_file():
-        raise TabmemError(
-            f"No MLflow store at {uri.removeprefix('sqlite:///')}; run a grid first "
-            "(tabmem run +grid=paper model=...) or pass --tracking-uri."
-        )
+    require_store(
+        uri, "run a grid first (tabmem run +grid=paper model=...) or pass --tracking-uri."
+    )
     return uri
 
 

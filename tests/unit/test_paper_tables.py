@@ -16,7 +16,7 @@ from tabmem.report.learning_figures import accuracy_difference_figure, memorizat
 from tabmem.report.paper import write_paper
 from tabmem.report.paper_runs import PaperRuns, tabular_tests
 from tabmem.report.sample_figures import correlation_matrix, feature_pair
-from tabmem.tracking.store import TrackingStore, default_tracking_uri
+from tabmem.tracking.store import TrackingStore, default_tracking_uri, sqlite_path
 
 EXPERIMENT = "paper-unit"
 MEMORIZATION = ("header", "row_completion", "feature_completion", "first_token")
@@ -492,7 +492,7 @@ def test_the_sqlite_fast_path_reads_what_the_mlflow_client_reads(built):
 
     store, _, _, _ = built
     slow = client_frame(store.uri, [EXPERIMENT]).sort_values("run_id").reset_index(drop=True)
-    fast = sqlite_frame(store.uri.removeprefix("sqlite:///"), [EXPERIMENT])
+    fast = sqlite_frame(sqlite_path(store.uri), [EXPERIMENT])
     fast = fast.sort_values("run_id").reset_index(drop=True)
     assert list(fast.columns[:13]) == list(slow.columns[:13])
     assert set(fast.columns) == set(slow.columns)

@@ -12,9 +12,10 @@ import pytest
 
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.data.transforms import apply_transform
+from tabmem.errors import TabmemError
 from tabmem.paths import data_dir
 from tabmem.tracking.inputs import dataset_input
-from tabmem.tracking.store import TrackingStore, is_remote, tracking_uri
+from tabmem.tracking.store import TrackingStore, is_remote, require_store, tracking_uri
 
 
 def _store(tmp_path, name: str = "exp") -> TrackingStore:
@@ -134,3 +135,13 @@ def test_a_store_leaves_mlflow_tracking_uri_alone(tmp_path, monkeypatch):
     table = {"t.json": pd.DataFrame({"a": [1]})}
     store.log_cell("r", {}, {}, {"n": 1}, table, {"x.txt": "x"}, False)
     assert "MLFLOW_TRACKING_URI" not in os.environ
+
+
+def test_reading_a_missing_sqlite_store_is_refused_and_creates_nothing(tmp_path):
+    database = tmp_path / "mlflow.db"
+    with pytest.raises(TabmemError, match=f"No MLflow store at {database}; run a grid first"):
+        require_store(f"sqlite:///{database}", "run a grid first")
+    assert not database.exists()
+    database.touch()
+    require_store(f"sqlite:///{database}", "run a grid first")
+    require_store("http://127.0.0.1:5000", "run a grid first")  # a server is not checked

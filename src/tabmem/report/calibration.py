@@ -240,12 +240,13 @@ def calibration_runs(runs: pd.DataFrame) -> pd.DataFrame:
 def write_calibration(tracking_uri: str, out: Path) -> list[Path]:
     """Read the calibration grid's and the lab's runs; write the tables and every cell."""
     from tabmem.tracking.runs import load_runs
+    from tabmem.tracking.store import require_store
 
-    if tracking_uri.startswith("sqlite:///") and not Path(tracking_uri[10:]).is_file():
-        raise TabmemError(
-            f"No MLflow store at {tracking_uri[10:]}; run the grid first (make calibrate, "
-            "or python run.py +grid=calibrate) or pass --tracking-uri."
-        )
+    require_store(
+        tracking_uri,
+        "run the grid first (make calibrate, or python run.py +grid=calibrate) "
+        "or pass --tracking-uri.",
+    )
     runs = calibration_runs(load_runs(tracking_uri, distinct=DISTINCT))
     tables = calibration_tables(runs)
     if not tables:

@@ -26,6 +26,7 @@ from tabmem.report.dataset_verdicts import DATASET_TEST, SCOPE_TAG
 from tabmem.report.paper_runs import paper_datasets
 from tabmem.results import Verdict
 from tabmem.tracking.runs import load_runs
+from tabmem.tracking.store import sqlite_path
 
 if TYPE_CHECKING:
     from tabmem.tracking.store import TrackingStore
@@ -151,8 +152,8 @@ def _ids_and_verdict_tags(
     """Each experiment's id by name (for the UI links), and the tags of every dataset-verdict
     run by id (which tests it combined, which carry it), which the run frame leaves out. A
     SQLite store is read with ``sqlite3``, read-only: the end of a grid imports no MLflow."""
-    if tracking_uri.startswith("sqlite:///"):
-        path = tracking_uri.removeprefix("sqlite:///")
+    path = sqlite_path(tracking_uri)
+    if path is not None:
         with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
             ids = dict(db.execute("SELECT name, experiment_id FROM experiments").fetchall())
             rows = db.execute(

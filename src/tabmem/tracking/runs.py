@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import pandas as pd
+
+from tabmem.tracking.store import sqlite_path
 
 CELL_TAGS = ("model", "dataset", "test", "transform", "verdict", "reason", "suite", "error")
 
@@ -22,8 +25,9 @@ def load_runs(
     of each cell is kept, so a re-run replaces an older one and nothing is counted twice;
     ``distinct`` names further columns that tell cells apart (``param.test.temperature``).
     """
-    if tracking_uri.startswith("sqlite:///"):
-        frame = sqlite_frame(tracking_uri.removeprefix("sqlite:///"), experiments)
+    path = sqlite_path(tracking_uri)
+    if path is not None:
+        frame = sqlite_frame(path, experiments)
     else:
         frame = client_frame(tracking_uri, experiments)
     if models:
@@ -65,7 +69,7 @@ def client_frame(tracking_uri: str, experiments: Sequence[str] | None) -> pd.Dat
     return _ordered(pd.DataFrame(rows))
 
 
-def sqlite_frame(path: str, experiments: Sequence[str] | None) -> pd.DataFrame:
+def sqlite_frame(path: str | Path, experiments: Sequence[str] | None) -> pd.DataFrame:
     """The same frame as ``client_frame``, read with SQL from a SQLite store.
 
     The client builds an object per tag, parameter and metric (seconds for a few thousand

@@ -319,6 +319,16 @@ def sqlite_path(uri: str) -> Path | None:
     return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
 
 
+def require_store(uri: str, remedy: str) -> None:
+    """Refuse to read a SQLite store that does not exist yet (reading would create an empty
+    one), saying how to make it."""
+    from tabmem.errors import TabmemError
+
+    path = sqlite_path(uri)
+    if path is not None and not path.is_file():
+        raise TabmemError(f"No MLflow store at {path}; {remedy}")
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
