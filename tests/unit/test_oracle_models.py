@@ -112,6 +112,35 @@ def test_memorizer_prefers_the_dataset_whose_header_is_in_the_prompt(
     assert oracle.generate(people_prompt, 200, [], seed=0).startswith(rest + people.rows[3])
 
 
+def test_a_longest_match_kept_by_its_tail_equals_a_fresh_search(
+    datasets: list[Dataset], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Prompts that share their last lines (a sample test's) reuse one search, and every
+    prompt still gets exactly what a search of its own finds."""
+    rng = random.Random(3)
+    texts = [d.text for d in datasets]
+    endings = ["Write one more row:\n", "\n", texts[0][40:95], texts[1][30:60], "zz?"]
+    prompts = []
+    for _ in range(300):
+        text = rng.choice(texts)
+        start = rng.randrange(len(text))
+        head = rng.choice(["", datasets[0].header + "\n", datasets[1].header + "\n", "Rows: "])
+        middle = text[start : start + rng.randrange(1, 80)]
+        prompts.append(head + middle + rng.choice(["", "\n"]) + rng.choice(endings))
+    fresh = MemorizerOracle(datasets)
+    expected = [fresh._search_longest_match(p) for p in prompts]
+    kept = MemorizerOracle(datasets)
+    searches = []
+    search = kept._search_longest_match
+    monkeypatch.setattr(kept, "_search_longest_match", lambda p: searches.append(p) or search(p))
+    got = [kept._longest_match(p) for p in prompts]
+    assert [(m.prompt_start, m.text_end, m.table.header) if m else None for m in got] == [
+        (m.prompt_start, m.text_end, m.table.header) if m else None for m in expected
+    ]
+    assert sum(m is not None for m in expected) > 100
+    assert len(searches) < len(prompts) / 2
+
+
 def test_memorizer_answers_a_feature_question_from_the_matching_row(people: Dataset) -> None:
     oracle = MemorizerOracle([people])
     for row in people.rows[::7]:

@@ -336,6 +336,7 @@ class Oracle(ABC):
 
     def __init__(self, datasets: Sequence[Dataset]) -> None:
         self._tables = [_Table(seen_part(d)) for d in datasets if d.rows]
+        self._recent_matches: dict[tuple[bool, ...], tuple[_Tail, ...]] = {}
 
     def generate(
         self,
@@ -437,8 +438,24 @@ class Oracle(ABC):
         """The longest suffix of the prompt found in some file (a binary search on its length).
 
         Among files holding it, one whose header is in the prompt wins, then the first; within
-        the file, the first occurrence.
+        the file, the first occurrence. A suffix of length L found and L + 1 not found settles
+        the answer for every prompt that ends with the same L + 1 characters and shows the
+        same headers, so recent answers are kept by that tail: the 1000 prompts of a sample
+        test, which share their last lines, are searched once.
         """
+        headers_shown = tuple(t.header in prompt for t in self._tables)
+        recent = self._recent_matches.get(headers_shown, ())
+        for tail in recent:
+            if prompt.endswith(tail.text):
+                return tail.match(prompt)
+        found = self._search_longest_match(prompt)
+        present = 0 if found is None else len(prompt) - found.prompt_start
+        if present < len(prompt):
+            tail = _Tail(prompt[-present - 1 :], found)
+            self._recent_matches[headers_shown] = (tail, *recent[: _RECENT_TAILS - 1])
+        return found
+
+    def _search_longest_match(self, prompt: str) -> _Match | None:
         tables = sorted(self._tables, key=lambda t: t.header not in prompt)
 
         def holder(length: int) -> _Table | None:
@@ -528,6 +545,25 @@ class _Match:
     table: _Table
     prompt_start: int
     text_end: int
+
+
+_RECENT_TAILS = 32
+"""Prompt tails whose longest match an oracle keeps, per set of headers shown."""
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """A prompt's longest match found in a file (or none) and the one character more that
+    was not found: any prompt ending with ``text`` has the same match."""
+
+    text: str
+    found: _Match | None
+
+    def match(self, prompt: str) -> _Match | None:
+        if self.found is None:
+            return None
+        matched = len(self.text) - 1
+        return _Match(self.found.table, len(prompt) - matched, self.found.text_end)
 
 
 class MemorizerOracle(Oracle):
