@@ -39,3 +39,34 @@ def test_cache_persists_across_instances(tmp_path):
     assert reopened.get("k") == "answer"
     assert reopened.get("missing") is None
     assert len(reopened) == 1
+
+
+def _open_and_put(path, barrier, index, errors):
+    barrier.wait()
+    try:
+        cache = ResponseCache(path)
+        cache.put(f"key-{index}", "m", "text")
+        cache.close()
+    except Exception as exc:  # the test reports what a process met
+        errors.put(repr(exc))
+
+
+def test_processes_that_open_a_new_cache_at_once_all_succeed(tmp_path):
+    """A grid's first cells open the new cache together (4 Slurm jobs failed one with
+    "database is locked"); without the creation lock 12 of 40 tries of this failed."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    for attempt in range(10):
+        path = tmp_path / str(attempt) / "responses.sqlite"
+        barrier, errors = context.Barrier(6), context.Queue()
+        workers = [
+            context.Process(target=_open_and_put, args=(path, barrier, i, errors)) for i in range(6)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(60)
+        assert [w.exitcode for w in workers] == [0] * 6
+        assert errors.empty(), errors.get()
+        assert len(ResponseCache(path)) == 6
