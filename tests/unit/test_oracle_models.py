@@ -128,11 +128,15 @@ def test_a_longest_match_kept_by_its_tail_equals_a_fresh_search(
         middle = text[start : start + rng.randrange(1, 80)]
         prompts.append(head + middle + rng.choice(["", "\n"]) + rng.choice(endings))
     fresh = MemorizerOracle(datasets)
-    expected = [fresh._search_longest_match(p) for p in prompts]
+    expected = [
+        fresh._search_longest_match(p, tuple(d.header in p for d in datasets)) for p in prompts
+    ]
     kept = MemorizerOracle(datasets)
     searches = []
     search = kept._search_longest_match
-    monkeypatch.setattr(kept, "_search_longest_match", lambda p: searches.append(p) or search(p))
+    monkeypatch.setattr(
+        kept, "_search_longest_match", lambda p, shown: searches.append(p) or search(p, shown)
+    )
     got = [kept._longest_match(p) for p in prompts]
     assert [(m.prompt_start, m.text_end, m.table.header) if m else None for m in got] == [
         (m.prompt_start, m.text_end, m.table.header) if m else None for m in expected

@@ -448,15 +448,16 @@ class Oracle(ABC):
         for tail in recent:
             if prompt.endswith(tail.text):
                 return tail.match(prompt)
-        found = self._search_longest_match(prompt)
+        found = self._search_longest_match(prompt, headers_shown)
         present = 0 if found is None else len(prompt) - found.prompt_start
         if present < len(prompt):
             tail = _Tail(prompt[-present - 1 :], found)
             self._recent_matches[headers_shown] = (tail, *recent[: _RECENT_TAILS - 1])
         return found
 
-    def _search_longest_match(self, prompt: str) -> _Match | None:
-        tables = sorted(self._tables, key=lambda t: t.header not in prompt)
+    def _search_longest_match(self, prompt: str, headers_shown: tuple[bool, ...]) -> _Match | None:
+        shown = [t for t, s in zip(self._tables, headers_shown, strict=True) if s]
+        tables = shown + [t for t in self._tables if t not in shown]
 
         def holder(length: int) -> _Table | None:
             suffix = prompt[len(prompt) - length :]
