@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
-from tabmem.llm.oracle.forest import _Fit
+from tabmem.llm.oracle.forest import ForestModel, _Fit
+from tabmem.stats.neighbours import Column
 
 
 @pytest.mark.parametrize("forest", [RandomForestClassifier, RandomForestRegressor])
@@ -43,5 +44,23 @@ def test_weights_share_each_trees_vote_among_the_allowed_rows_of_the_querys_leaf
         if same.any():
             expected[same] += 1.0 / same.sum()
     expected /= expected.sum()
-    assert np.allclose(fit.weights(query, allowed), expected)
+    # exactly: a row's shares are added in the trees' order, whatever gathers them
+    assert np.array_equal(fit.weights(query, allowed), expected)
     assert fit.weights(query, allowed)[~allowed].sum() == 0.0
+
+
+def test_the_most_likely_value_and_row_follow_the_tie_rules():
+    column = Column.of(["b", "a", "b", "a", "c", "c", "c"])
+    rows = np.arange(7)
+    allowed = np.array([True, True, True, True, True, True, False])
+    # a: 0.3 + 0.3, b: 0.2 + 0.4, c: 0.6 over one allowed row: a, b and c tie on weight;
+    # a and b are more frequent than c; b beats a by the value's order; within b the row
+    # that weighs most (row 2)
+    weights = np.array([0.2, 0.3, 0.4, 0.3, 0.6, 0.0, 0.0])
+    assert ForestModel._most_likely(column, rows, weights, allowed) == 2
+    weights = np.array([0.3, 0.3, 0.3, 0.3, 0.0, 0.0, 0.0])
+    assert ForestModel._most_likely(column, rows, weights, allowed) == 0  # first of equals
+    # the fit's rows in another order: position 5 is row 1 ("a"); position 6 (row 0, "b",
+    # the heaviest) is not allowed
+    weights = np.array([0.0, 0.1, 0.0, 0.0, 0.0, 0.3, 0.9])
+    assert ForestModel._most_likely(column, rows[::-1], weights, allowed) == 1

@@ -80,6 +80,11 @@ class Column:
     def discrete(self) -> bool:
         return self.numbers is None or len(self.book) <= DISCRETE_VALUES
 
+    @cached_property
+    def names(self) -> tuple[str, ...]:
+        """Each code's value: the inverse of ``book``."""
+        return tuple(self.book)
+
     def equal(self, value: str) -> np.ndarray:
         """Per row, whether this column's value equals ``value`` (compared normalized)."""
         return self.codes == self.book.get(normalize_value(value), -1)

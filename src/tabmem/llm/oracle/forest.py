@@ -139,35 +139,48 @@ class _Fit:
             )
         return members
 
+    @cached_property
+    def _flat_nodes(self) -> tuple[np.ndarray, ...]:
+        """``nodes`` with the trees laid end to end: node ``n`` of tree ``t`` at
+        ``t * width + n`` (one-dimensional takes are faster than a gather over two axes)."""
+        return tuple(a.ravel() for a in self.nodes)
+
     def query_leaves(self, x: np.ndarray) -> np.ndarray:
         """The leaf of the one-row query ``x`` (float32, as the trees were fitted) in each
         tree: scikit-learn's ``apply`` walked in all trees at once, a level per step (one
         Python call per tree cost more than the rest of a forest answer)."""
-        left, right, feature, threshold, missing_left = self.nodes
-        trees = np.arange(left.shape[0])
-        node = np.zeros(left.shape[0], dtype=np.int64)
+        left, right, feature, threshold, missing_left = self._flat_nodes
+        n_trees, width = self.nodes[0].shape
+        start = np.arange(n_trees, dtype=np.int64) * width
+        node = np.zeros(n_trees, dtype=np.int64)
         while True:
-            inner = left[trees, node] >= 0
+            at = start + node
+            down_left = left[at]
+            inner = down_left >= 0
             if not inner.any():
                 return node
-            value = x[0, feature[trees, node]].astype(np.float64)
-            go_left = np.where(
-                np.isnan(value), missing_left[trees, node], value <= threshold[trees, node]
-            )
-            step = np.where(go_left, left[trees, node], right[trees, node])
-            node = np.where(inner, step, node)
+            value = x[0, feature[at]].astype(np.float64)
+            go_left = np.where(np.isnan(value), missing_left[at], value <= threshold[at])
+            node = np.where(inner, np.where(go_left, down_left, right[at]), node)
 
     def weights(self, x: np.ndarray, allowed: np.ndarray) -> np.ndarray:
         """Each row's weight for the query ``x`` (summing to 1 over the ``allowed`` rows);
-        uniform over them when no tree puts an allowed row in the query's leaf."""
+        uniform over them when no tree puts an allowed row in the query's leaf. A row's
+        shares are added tree by tree, in the trees' order (``np.bincount`` adds in the
+        order of its input), so the weights do not depend on how they are gathered."""
         weights = np.zeros(self.rows.size)
         if self.leaves is not None:
-            for leaf, members in zip(self.query_leaves(x).tolist(), self._members, strict=True):
-                held = members.get(leaf)
-                if held is not None:
-                    held = held[allowed[held]]
-                    if held.size:
-                        weights[held] += 1.0 / held.size
+            leaves = self.query_leaves(x).tolist()
+            held = [members.get(leaf) for leaf, members in zip(leaves, self._members, strict=True)]
+            found = [(tree, rows) for tree, rows in enumerate(held) if rows is not None]
+            if found:
+                members = np.concatenate([rows for _, rows in found])
+                tree = np.repeat([t for t, _ in found], [rows.size for _, rows in found])
+                keep = allowed[members]
+                members, tree = members[keep], tree[keep]
+                if members.size:
+                    share = 1.0 / np.bincount(tree)[tree]
+                    weights = np.bincount(members, weights=share, minlength=self.rows.size)
         if weights.sum() <= 0:
             weights = allowed.astype(float)
         total = weights.sum()
@@ -362,9 +375,8 @@ class ForestModel:
         if rng is not None:
             return int(rng.choices(fit.rows.tolist(), weights=weights.tolist())[0])
         column = self.columns[target]
-        values = [column.values[i] for i in fit.rows]
         if column.discrete:
-            return self._most_likely(fit.rows, values, weights, allowed)
+            return self._most_likely(column, fit.rows, weights, allowed)
         numbers = column.numbers[fit.rows] if column.numbers is not None else None
         assert numbers is not None
         present = allowed & ~np.isnan(numbers)
@@ -378,18 +390,19 @@ class ForestModel:
 
     @staticmethod
     def _most_likely(
-        rows: np.ndarray, values: list[str], weights: np.ndarray, allowed: np.ndarray
+        column: Column, rows: np.ndarray, weights: np.ndarray, allowed: np.ndarray
     ) -> int:
         """The allowed row, of the value with the most weight (ties: the more frequent among
-        the allowed rows, then the value's order), that weighs most."""
-        tally: dict[str, float] = {}
-        count: Counter[str] = Counter()
-        for i in np.flatnonzero(allowed).tolist():
-            tally[values[i]] = tally.get(values[i], 0.0) + float(weights[i])
-            count[values[i]] += 1
-        best = max(tally, key=lambda v: (tally[v], count[v], v))
-        holders = [i for i in np.flatnonzero(allowed).tolist() if values[i] == best]
-        return int(rows[max(holders, key=lambda i: (weights[i], -i))])
+        the allowed rows, then the value's order), that weighs most (ties: the first). A
+        value's weight is summed over its rows in their order, as ``np.bincount`` adds."""
+        held = np.flatnonzero(allowed)
+        codes = column.codes[rows[held]]
+        tally = np.bincount(codes, weights=weights[held], minlength=len(column.book))
+        count = np.bincount(codes, minlength=len(column.book))
+        names = column.names
+        best = max(np.flatnonzero(count).tolist(), key=lambda c: (tally[c], count[c], names[c]))
+        holders = held[codes == best]
+        return int(rows[holders[int(np.argmax(weights[holders]))]])
 
     def choice_scores(
         self,
@@ -422,10 +435,10 @@ class ForestModel:
             return math.log(1e-300)
         weights = self._weights(fit, given, allowed)
         column = self.columns[target]
-        values = [column.values[i] for i in fit.rows]
         if column.discrete or value == "" or column.numbers is None:
-            holders = np.array([v == value for v in values]) & allowed
-            distinct = len({values[i] for i in np.flatnonzero(allowed)})
+            codes = column.codes[fit.rows]
+            holders = (codes == column.book.get(value, -1)) & allowed
+            distinct = np.unique(codes[allowed]).size
             prior = (holders.sum() + 1) / (allowed.sum() + distinct + 1)
             chance = float(weights[holders].sum())
             return math.log((1 - SMOOTHING) * chance + SMOOTHING * prior)
