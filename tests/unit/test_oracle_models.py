@@ -145,6 +145,41 @@ def test_a_longest_match_kept_by_its_tail_equals_a_fresh_search(
     assert len(searches) < len(prompts) / 2
 
 
+def test_the_longest_match_search_equals_trying_every_length(
+    tmp_path: Path, datasets: list[Dataset]
+) -> None:
+    """The search leaves out files that cannot hold a longer suffix; it must still find the
+    longest suffix held by any file, in the file a search of every file in order finds."""
+    people = datasets[0]
+    twin = make_dataset(tmp_path, "twin", "\n".join(["a,b,c,d,e", *people.rows[:20]]) + "\n")
+    files = [*datasets, twin]
+    oracle = MemorizerOracle(files)
+    rng = random.Random(5)
+    texts = [d.text for d in files]
+    checked = 0
+    for _ in range(200):
+        text = rng.choice(texts)
+        start = rng.randrange(len(text))
+        head = rng.choice(["", twin.header + "\n", people.header + "\n", "Rows: "])
+        prompt = head + text[start : start + rng.randrange(1, 120)] + rng.choice(["", "x", "\n"])
+        shown = tuple(d.header in prompt for d in files)
+        ordered = [d for d, s in zip(files, shown, strict=True) if s]
+        ordered += [d for d in files if d not in ordered]
+        expected = None
+        for length in range(len(prompt), 0, -1):
+            suffix = prompt[-length:]
+            holder = next((d for d in ordered if suffix in d.text), None)
+            if holder is not None:
+                end = holder.text.find(suffix) + length
+                expected = (len(prompt) - length, end, holder.header)
+                break
+        found = oracle._search_longest_match(prompt, shown)
+        got = (found.prompt_start, found.text_end, found.table.header) if found else None
+        assert got == expected
+        checked += expected is not None and expected[2] == twin.header
+    assert checked > 10
+
+
 def test_memorizer_answers_a_feature_question_from_the_matching_row(people: Dataset) -> None:
     oracle = MemorizerOracle([people])
     for row in people.rows[::7]:

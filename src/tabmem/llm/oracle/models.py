@@ -460,8 +460,14 @@ class Oracle(ABC):
         tables = shown + [t for t in self._tables if t not in shown]
 
         def holder(length: int) -> _Table | None:
+            # A file without a suffix holds no longer one: once a suffix is found, the files
+            # before its holder and those after it without it are not searched again.
             suffix = prompt[len(prompt) - length :]
-            return next((t for t in tables if suffix in t.text), None)
+            for at, table in enumerate(tables):
+                if suffix in table.text:
+                    tables[:] = [table, *(t for t in tables[at + 1 :] if suffix in t.text)]
+                    return table
+            return None
 
         # Invariant: the suffix of length `present` is found; the one of length `absent` is not.
         present, absent = 0, min(len(prompt), max((len(t.text) for t in tables), default=0))
