@@ -2,10 +2,17 @@
 
 import pytest
 
+from tabmem.data import load_dataset
 from tabmem.stats.answers import feature_answer, first_csv_row, row_matches, values_match
 from tabmem.stats.scoring import levenshtein_similarity
 from tabmem.stats.tokens import first_token, rule_first_token
-from tabmem.stats.uniqueness import is_row_id, most_unique_feature, unique_fraction
+from tabmem.stats.uniqueness import (
+    _parsed_columns,
+    is_row_id,
+    most_unique_feature,
+    text_columns,
+    unique_fraction,
+)
 
 HEADER = "a,b,c,d"
 
@@ -87,3 +94,15 @@ def test_row_ids_and_the_most_unique_feature():
     tie = {"num": ["7", "2", "9", "4"], "name": ["ab", "cd", "ef", "gh"]}
     assert most_unique_feature(tie).name == "name"  # equal fractions: longer values win
     assert unique_fraction(["a", "a", "b", "c"]) == 0.75
+
+
+def test_text_columns_are_parsed_once_and_handed_out_as_fresh_lists(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("a, b\n1, x\n2,y\n")
+    dataset = load_dataset({"name": "t", "path": str(path)})
+    first = text_columns(dataset)
+    assert first == {"a": ["1", "2"], "b": ["x", "y"]}
+    first["a"].append("3")
+    before = _parsed_columns.cache_info().hits
+    assert text_columns(dataset) == {"a": ["1", "2"], "b": ["x", "y"]}
+    assert _parsed_columns.cache_info().hits == before + 1

@@ -11,18 +11,27 @@ import io
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from tabmem.data import Dataset
 
 
 def text_columns(dataset: Dataset) -> dict[str, list[str]]:
-    """Every feature's values as text, one entry per data row, in file order."""
+    """Every feature's values as text, one entry per data row, in file order (fresh lists of
+    the file's parse, which is kept: every test of a cell and every model's few-shot examples
+    ask for it)."""
+    return {name: list(values) for name, values in _parsed_columns(dataset)}
+
+
+@lru_cache(maxsize=8)
+def _parsed_columns(dataset: Dataset) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The file parsed once per process: each feature's name and values, stripped."""
     names = [name.strip() for name in dataset.feature_names]
     rows = list(csv.reader(io.StringIO("\n".join(dataset.rows)), delimiter=dataset.delimiter))
-    return {
-        name: [row[j].strip() if j < len(row) else "" for row in rows]
+    return tuple(
+        (name, tuple(row[j].strip() if j < len(row) else "" for row in rows))
         for j, name in enumerate(names)
-    }
+    )
 
 
 def unique_fraction(values: Sequence[str]) -> float:
