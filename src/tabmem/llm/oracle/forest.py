@@ -174,13 +174,13 @@ class _Fit:
             held = [members.get(leaf) for leaf, members in zip(leaves, self._members, strict=True)]
             found = [(tree, rows) for tree, rows in enumerate(held) if rows is not None]
             if found:
-                members = np.concatenate([rows for _, rows in found])
+                row = np.concatenate([rows for _, rows in found])
                 tree = np.repeat([t for t, _ in found], [rows.size for _, rows in found])
-                keep = allowed[members]
-                members, tree = members[keep], tree[keep]
-                if members.size:
+                keep = allowed[row]
+                row, tree = row[keep], tree[keep]
+                if row.size:
                     share = 1.0 / np.bincount(tree)[tree]
-                    weights = np.bincount(members, weights=share, minlength=self.rows.size)
+                    weights = np.bincount(row, weights=share, minlength=self.rows.size)
         if weights.sum() <= 0:
             weights = allowed.astype(float)
         total = weights.sum()
