@@ -29,6 +29,7 @@ import numpy as np
 
 from tabmem.data.association import coarse_codes, relevance
 from tabmem.data.values import normalize_value
+from tabmem.stats.draws import weighted_index
 
 MIN_WEIGHT = 0.05
 """The least weight a given column keeps in the distance, however little it tells."""
@@ -196,6 +197,11 @@ class NeighbourModel:
     def _frequencies(self) -> list[Counter]:
         return [Counter(column.values) for column in self.columns]
 
+    @cached_property
+    def _code_counts(self) -> list[np.ndarray]:
+        """Each column's rows per code (``_frequencies`` by code)."""
+        return [np.bincount(c.codes, minlength=len(c.book)) for c in self.columns]
+
     def pick(
         self,
         target: int,
@@ -211,21 +217,25 @@ class NeighbourModel:
         other, as a zip code is by the letters of one city), with ``rng`` a neighbour drawn
         by its vote. None when no row is left."""
         found = self.neighbours(target, given, exclude, protect, among)
-        rows = found.rows.tolist()
-        if not rows:
+        if not found.rows.size:
             return None
         if rng is not None:
-            return rng.choices(rows, weights=found.votes.tolist())[0]
+            return int(found.rows[weighted_index(rng, found.votes)])
         column = self.columns[target]
-        votes = found.tally(column.values)
-        counts = Counter(column.values[i] for i in rows)
-        present = [i for i in rows if column.values[i] != ""]
-        shared = counts[max(votes, key=votes.__getitem__)] >= 2
-        if not column.discrete and len(present) * 2 > len(rows) and not shared:
-            return found.median(column.values, present)
-        overall = self._frequencies[target]
-        best = max(votes, key=lambda v: (votes[v], overall[v], v))
-        return next(i for i in rows if column.values[i] == best)
+        codes = column.codes[found.rows]
+        votes = found.tally(column)
+        held, first = np.unique(codes, return_index=True)
+        top = held[votes[held] == votes[held].max()]
+        # the value with the most votes, ties to the one met first among the neighbours
+        leader = int(top[np.argmin(first[np.searchsorted(held, top)])])
+        shared = int(np.count_nonzero(codes == leader)) >= 2
+        present = found.rows[codes != column.book.get("", -1)]
+        if not column.discrete and present.size * 2 > codes.size and not shared:
+            return found.median(column.values, present.tolist())
+        overall = self._code_counts[target]
+        names = column.names
+        best = max(top.tolist(), key=lambda c: (overall[c], names[c]))
+        return int(found.rows[int(np.argmax(codes == best))])
 
     def greedy(
         self,
@@ -256,7 +266,9 @@ class NeighbourModel:
         if column.discrete or value == "" or math.isnan(_float(value)):
             overall = self._frequencies[target]
             prior = (overall[value] + 1) / (self.n_rows + len(overall))
-            return math.log((found.tally(column.values).get(value, 0.0) + prior) / (total + 1))
+            code = column.book.get(value)
+            tally = 0.0 if code is None else float(found.tally(column)[code])
+            return math.log((tally + prior) / (total + 1))
         keep = [k for k, i in enumerate(found.rows.tolist()) if column.values[i] != ""]
         if not keep:
             return math.log(1e-300)
@@ -296,12 +308,11 @@ class Neighbours:
     rows: np.ndarray
     votes: np.ndarray
 
-    def tally(self, values: Sequence[str]) -> dict[str, float]:
-        """The summed votes of each value the neighbours hold."""
-        tally: dict[str, float] = {}
-        for row, vote in zip(self.rows.tolist(), self.votes.tolist(), strict=True):
-            tally[values[row]] = tally.get(values[row], 0.0) + vote
-        return tally
+    def tally(self, column: Column) -> np.ndarray:
+        """The summed votes of each of ``column``'s codes; ``np.bincount`` adds the votes in
+        the neighbours' order, as a running sum over them would."""
+        codes = column.codes[self.rows]
+        return np.bincount(codes, weights=self.votes, minlength=len(column.book))
 
     def median(self, values: Sequence[str], rows: Sequence[int]) -> int:
         """The row holding the vote-weighted median of the (numeric) values of ``rows``."""

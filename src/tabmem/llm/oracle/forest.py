@@ -49,16 +49,19 @@ import numpy as np
 from tabmem.data.values import normalize_value
 from tabmem.llm.oracle.learner import ConditionalModel, LearnerOracle, _Knowledge
 from tabmem.llm.oracle.models import _Table
+from tabmem.stats.draws import weighted_index
 from tabmem.stats.neighbours import Column
 
 FOLDS = 5
 """Each forest is fitted once per fold, on the rows of the other folds."""
 TREES = 50
 FIT_BUDGET = 384 * 2**20
-"""Bytes of fitted forests a model keeps, the most recently used (``_Fit.nbytes``: 1 to 4 MB a
-fit on the paper files). Prompts showing new sets of columns keep asking for new fits; kept
-48 at a time, one seed of titanic's power job (three shares) grew 1,815 forests, 240 of them
-distinct (114 CPU s against 28 with all kept)."""
+"""Bytes of fitted forests a model keeps, the most recently used (``_Fit.nbytes``: 0.06 MB a
+fit on iris, 0.25 on titanic, 0.7 on adult). Prompts showing new sets of columns keep asking
+for new fits; kept 48 at a time, one seed of titanic's power job (three shares) grew 1,815
+forests, 240 of them distinct (114 CPU s against 28 with all kept). Adult's calibration jobs
+ask about 30 new fits a seed and a seed's default and papers' jobs about 220 in all: with
+2.7 MB a fit, 384 MB kept 149 and every seed refitted about 200."""
 MAX_DEPTH = 10
 MIN_LEAF = 3
 FEATURE_SHARE = 0.5
@@ -82,22 +85,29 @@ def _seed(*parts: object) -> int:
 @dataclass(frozen=True)
 class _Fit:
     """One column's forest on one fold: the rows it was fitted on, its trees' nodes and the
-    rows' leaves. The nodes are copied out of scikit-learn's trees, which are then dropped:
-    a classifier's trees hold a value per node and class (megabytes a forest on adult)."""
+    rows each leaf holds. The nodes are copied out of scikit-learn's trees, which are then
+    dropped (a classifier's trees hold a value per node and class: megabytes a forest on
+    adult); the leaves' rows are two flat arrays, not a dict of arrays per tree (which held
+    three times the bytes), so that more fits stay kept (``FIT_BUDGET``)."""
 
     rows: np.ndarray
     columns: tuple[int, ...]
     nodes: tuple[np.ndarray, ...]
     """Every tree's nodes side by side (trees × nodes, padded with leaves): left and right
     child, split feature, threshold, and where a missing value goes; () without a forest."""
-    leaves: np.ndarray | None
-    """Each row's leaf in each tree (rows × trees); None: no forest, every row weighs the same."""
+    members: np.ndarray | None
+    """Per tree, the positions among ``rows`` ordered by leaf, in their order within a leaf
+    (trees × rows); None: no forest, every row weighs the same."""
+    starts: np.ndarray | None
+    """Per tree, where each node's rows begin in ``members`` (trees × nodes + 1): the rows of
+    leaf ``n`` of tree ``t`` are ``members[t, starts[t, n] : starts[t, n + 1]]``."""
 
     @classmethod
     def grown(
         cls, rows: np.ndarray, columns: tuple[int, ...], trees: Sequence[Any], leaves: np.ndarray
     ) -> _Fit:
-        """The fit of scikit-learn's fitted ``trees`` (a forest's ``estimators_``)."""
+        """The fit of scikit-learn's fitted ``trees`` (a forest's ``estimators_``) and each
+        row's leaf in each tree (rows × trees, as the forest's ``apply`` gives them)."""
         structures = [tree.tree_ for tree in trees]
         width = max(t.node_count for t in structures)
 
@@ -108,36 +118,25 @@ class _Fit:
             return out
 
         nodes = (
-            stack("children_left", -1, np.int64),
-            stack("children_right", -1, np.int64),
-            np.maximum(stack("feature", 0, np.int64), 0),  # a leaf's feature is -2
+            stack("children_left", -1, np.int32),
+            stack("children_right", -1, np.int32),
+            np.maximum(stack("feature", 0, np.int32), 0),  # a leaf's feature is -2
             stack("threshold", 0.0, np.float64),
             stack("missing_go_to_left", 1, np.bool_),
         )
-        return cls(rows, columns, nodes, leaves)
+        position = np.int16 if rows.size < 2**15 else np.int32
+        by_tree = np.ascontiguousarray(leaves.T)
+        members = np.argsort(by_tree, axis=1, kind="stable").astype(position)
+        starts = np.stack(
+            [np.searchsorted(np.sort(tree), np.arange(width + 1)) for tree in by_tree]
+        ).astype(position)
+        return cls(rows, columns, nodes, members, starts)
 
     @property
     def nbytes(self) -> int:
-        """About what the fit holds once used: its arrays and the leaves' members."""
-        leaves = 0 if self.leaves is None else self.leaves.nbytes + 8 * self.leaves.size
-        return self.rows.nbytes + sum(a.nbytes for a in self.nodes) + leaves
-
-    @cached_property
-    def _members(self) -> list[dict[int, np.ndarray]]:
-        """Per tree, the rows (positions among ``rows``) in each of its leaves."""
-        assert self.leaves is not None
-        members = []
-        for leaves in self.leaves.T:
-            order = np.argsort(leaves, kind="stable")
-            ids, starts = np.unique(leaves[order], return_index=True)
-            ends = [*starts[1:].tolist(), order.size]
-            members.append(
-                {
-                    int(leaf): order[start:end]
-                    for leaf, start, end in zip(ids.tolist(), starts.tolist(), ends, strict=True)
-                }
-            )
-        return members
+        """The bytes the fit's arrays hold."""
+        arrays = [self.rows, *self.nodes, self.members, self.starts]
+        return sum(a.nbytes for a in arrays if a is not None)
 
     @cached_property
     def _flat_nodes(self) -> tuple[np.ndarray, ...]:
@@ -169,13 +168,19 @@ class _Fit:
         shares are added tree by tree, in the trees' order (``np.bincount`` adds in the
         order of its input), so the weights do not depend on how they are gathered."""
         weights = np.zeros(self.rows.size)
-        if self.leaves is not None:
-            leaves = self.query_leaves(x).tolist()
-            held = [members.get(leaf) for leaf, members in zip(leaves, self._members, strict=True)]
-            found = [(tree, rows) for tree, rows in enumerate(held) if rows is not None]
-            if found:
-                row = np.concatenate([rows for _, rows in found])
-                tree = np.repeat([t for t, _ in found], [rows.size for _, rows in found])
+        if self.members is not None and self.starts is not None:
+            trees = np.arange(self.members.shape[0])
+            leaves = self.query_leaves(x)
+            begin = self.starts[trees, leaves].astype(np.int64)
+            sizes = self.starts[trees, leaves + 1] - begin
+            total = int(sizes.sum())
+            if total:
+                # the members of every tree's leaf, tree after tree, as one gather
+                offset = np.repeat(
+                    trees * self.members.shape[1] + begin - np.cumsum(sizes) + sizes, sizes
+                )
+                row = self.members.ravel()[offset + np.arange(total)].astype(np.int64)
+                tree = np.repeat(trees, sizes)
                 keep = allowed[row]
                 row, tree = row[keep], tree[keep]
                 if row.size:
@@ -183,8 +188,8 @@ class _Fit:
                     weights = np.bincount(row, weights=share, minlength=self.rows.size)
         if weights.sum() <= 0:
             weights = allowed.astype(float)
-        total = weights.sum()
-        return weights / total if total > 0 else weights
+        total_weight = weights.sum()
+        return weights / total_weight if total_weight > 0 else weights
 
 
 class ForestModel:
@@ -321,7 +326,7 @@ class ForestModel:
             fitted = ~np.isnan(y)
             forest = RandomForestRegressor
         if not columns or fitted.sum() < 2:
-            return _Fit(rows, columns, (), None)
+            return _Fit(rows, columns, (), None, None)
         model = forest(
             n_estimators=TREES,
             max_depth=MAX_DEPTH,
@@ -373,7 +378,7 @@ class ForestModel:
             return None
         weights = self._weights(fit, given, allowed)
         if rng is not None:
-            return int(rng.choices(fit.rows.tolist(), weights=weights.tolist())[0])
+            return int(fit.rows[weighted_index(rng, weights)])
         column = self.columns[target]
         if column.discrete:
             return self._most_likely(column, fit.rows, weights, allowed)
