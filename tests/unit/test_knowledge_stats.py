@@ -13,7 +13,6 @@ from tabmem.stats.prefixes import PrefixIndex, greater_t_test, wilson
 from tabmem.stats.samples import (
     CodedTable,
     best_matches,
-    copied,
     copy_chance,
     known_value_share,
     normalize_value,
@@ -42,10 +41,11 @@ def test_best_matches_copies_and_real_rows_against_the_rest():
             table.encode(["a", "2.0", "y"]),  # a copy of row 2 (2.0 is 2)
             table.encode(["b", "3", "x"]),  # shares 2 features with row 3
             table.encode(["q", "9", "w"]),  # nothing in common
+            table.encode(["b", "3", "x"]),  # drawn twice: compared once, reported twice
         ]
     )
-    assert best_matches(table, samples).tolist() == [3, 2, 0]
-    assert copied(table, samples).tolist() == [True, False, False]
+    assert best_matches(table, samples).tolist() == [3, 2, 0, 2]
+    assert best_matches(table, samples[:0]).tolist() == []
     # row 1 shares (a, x) with... row 2 shares a; row 3 shares (1, x): best 2
     assert real_row_best_matches(table, [0, 1, 2, 3]).tolist() == [2, 1, 2, 0]
 

@@ -14,6 +14,7 @@ import io
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -65,27 +66,37 @@ class CodedTable:
     def n_features(self) -> int:
         return self.codes.shape[1]
 
+    @cached_property
+    def _by_column(self) -> tuple[np.ndarray, ...]:
+        """Each column's codes, contiguous: a comparison walks one column at a time."""
+        return tuple(np.ascontiguousarray(self.codes[:, j]) for j in range(self.n_features))
+
+    def shared_features(self, codes: np.ndarray) -> np.ndarray:
+        """Per real row, how many features it shares with the observation ``codes``."""
+        shared = np.zeros(self.codes.shape[0], dtype=np.int32)
+        for column, code in zip(self._by_column, codes.tolist(), strict=True):
+            shared += column == code
+        return shared
+
 
 def best_matches(table: CodedTable, samples: np.ndarray) -> np.ndarray:
-    """For each sample (a row of codes), the most features it shares with any one real row."""
-    return np.array([int((table.codes == s).sum(axis=1).max()) for s in samples], dtype=np.int64)
+    """For each sample (a row of codes), the most features it shares with any one real row;
+    a sample drawn several times is compared once."""
+    if len(samples) == 0:
+        return np.zeros(0, dtype=np.int64)
+    distinct, inverse = np.unique(samples, axis=0, return_inverse=True)
+    best = np.array([int(table.shared_features(s).max()) for s in distinct], dtype=np.int64)
+    return best[inverse.reshape(-1)]
 
 
 def real_row_best_matches(table: CodedTable, rows: Sequence[int]) -> np.ndarray:
     """For each given real row, the most features it shares with any *other* real row."""
     out = []
     for index in rows:
-        shared = (table.codes == table.codes[index]).sum(axis=1)
+        shared = table.shared_features(table.codes[index])
         shared[index] = -1
         out.append(int(shared.max()) if len(shared) > 1 else 0)
     return np.array(out, dtype=np.int64)
-
-
-def copied(table: CodedTable, samples: np.ndarray) -> np.ndarray:
-    """Whether each sample equals some real row in every feature."""
-    if len(samples) == 0:
-        return np.zeros(0, dtype=bool)
-    return best_matches(table, samples) == table.n_features
 
 
 def copy_chance(table: CodedTable, draws: int, rng: random.Random) -> float:
