@@ -222,3 +222,14 @@ def test_a_value_the_others_predict_is_not_read_off_the_asked_row(tmp_path: Path
     close = [abs(int(a) - int(t)) <= 2 * 60 for a, t in zip(answers, truth, strict=True)]
     assert not any(a == t for a, t in zip(answers, truth, strict=True))
     assert sum(close) >= 50  # a neighbouring value: the dependence is learnt, the row is not
+
+
+def test_one_slices_mass_is_the_arrays_to_the_bit() -> None:
+    from tabmem.data.copula_conditional import _interval, _interval_of
+
+    rng = np.random.default_rng(0)
+    edges = np.sort(rng.normal(scale=4, size=(500, 2)), axis=1)
+    edges[:20, 0] = -np.inf  # a column's first slice
+    edges[20:40, 1] = np.inf  # and its last
+    expected = _interval(edges[:, 0], edges[:, 1])
+    assert [_interval_of(float(a), float(b)) for a, b in edges] == expected.tolist()

@@ -52,10 +52,15 @@ CACHED_VIEWS = 32
 """Views (strata without some rows) kept, one set of left-out rows each."""
 
 
-def _interval(a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
+def _interval(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """P(a < Z < b) for a standard normal Z, accurate in both tails."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     return np.where(a > 0, ndtr(-a) - ndtr(-b), ndtr(b) - ndtr(a))
+
+
+def _interval_of(a: float, b: float) -> float:
+    """``_interval`` of one pair, without the arrays (a slice's mass is asked per value)."""
+    return float(ndtr(-a) - ndtr(-b)) if a > 0 else float(ndtr(b) - ndtr(a))
 
 
 @dataclass(frozen=True)
@@ -205,8 +210,9 @@ class _View:
         position = self.stratum.where[k].get(value)
         if position is not None and self.counts[k][position] > 0:
             latent = self.latent[k]
-            mass = _interval((latent[position] - mean) / sd, (latent[position + 1] - mean) / sd)
-            return math.log(max(float(mass), TINY))
+            low, high = float(latent[position]), float(latent[position + 1])
+            mass = _interval_of((low - mean) / sd, (high - mean) / sd)
+            return math.log(max(mass, TINY))
         number = finite_number(value) if value else None
         place = self._place(k, number) if number is not None else None
         if place is None:
