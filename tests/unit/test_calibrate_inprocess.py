@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from tabmem.battery.base import TestContext, run_test
+from tabmem.battery.windows import window
 from tabmem.calibrate import SIZES, calibrate
 from tabmem.calibrate.cells import Job, ModelSpec, run_job
 from tabmem.calibrate.run import compose_world, plan_jobs, read_cells, run_jobs, tabulate
@@ -24,6 +25,7 @@ from tabmem.calibrate.tables import (
     fpr_upper_bound,
 )
 from tabmem.llm.oracle.partial import Recall
+from tabmem.llm.stopping import StopRule
 
 
 @pytest.fixture(scope="module")
@@ -197,6 +199,26 @@ def test_a_shared_plan_gives_what_run_test_gives() -> None:
                 alone.n_queries,
                 alone.p_value,
             )
+
+
+@pytest.mark.parametrize("name", ["oracle-learner", "oracle-forest", "oracle-copula"])
+def test_a_draft_ended_where_the_stop_rule_settles_it_is_cut_to_the_same_answer(name) -> None:
+    world = compose_world(replace(SIZES["smoke"], datasets=("iris", "titanic")))
+    oracle = world.oracle(ModelSpec(name))
+    shorter = 0
+    for file in ("iris", "titanic"):
+        dataset = world.dataset(file, "original", 0)
+        rule = StopRule.first_row(dataset.header, dataset.delimiter)
+        for target in range(10, len(dataset.rows), len(dataset.rows) // 12):
+            win = window(dataset, target, 10)
+            budget = len(win.expected) // 2 + 32  # room for a few rows, as row completion asks
+            whole = oracle.answer(win.prefix, budget, [], target, chat=True).text
+            done = lambda text, rule=rule: rule.end(text) is not None  # noqa: E731
+            ended = oracle.answer(win.prefix, budget, [], target, chat=True, settled=done).text
+            assert rule.cut(ended) == rule.cut(whole)
+            assert whole.startswith(ended)
+            shorter += len(ended) < len(whole)
+    assert shorter >= 20  # the rows after the first were not written
 
 
 def test_no_job_starts_after_the_deadline() -> None:

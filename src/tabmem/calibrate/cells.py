@@ -1,5 +1,6 @@
 """Calibration cells run in this process: each test's own lifecycle against the reference
-models' Python objects, with no HTTP server, no subprocess, no MLflow and no cache.
+models' Python objects, with no HTTP server, no subprocess, no MLflow and no response cache
+on disk.
 
 A reference model reaches a test as a ``LanguageModel`` over ``OracleObjectBackend``, which
 does what the oracle server does with a request (``tabmem.llm.oracle.server``): a chat
@@ -7,7 +8,9 @@ request is its last user message answered with ``chat=True``, a completion its p
 with the request's ``max_tokens``, ``stop``, ``seed`` and ``temperature``. The ``LanguageModel``
 around it cuts the answer where a stop rule settles the score, as it does for the served
 models, so a test sees the same text either way (``tests/integration/test_calibrate_inprocess.py``
-compares cells with the real grid).
+compares cells with the real grid). A model's answers are kept for its job, as the grid's
+response cache keeps them: a test that asks another's questions (first token asks row
+completion's) is served them again instead of asked.
 
 A *job* is one dataset (original or twin) at one seed and one query setting: every test of
 rows seen is planned once (its queries and data-only baselines depend on the dataset, the
@@ -48,11 +51,15 @@ TWIN_MODEL = "oracle-memorizer"
 
 class OracleObjectBackend(BaseBackend):
     """A reference model's Python object as a backend: the oracle server's request handling
-    without the server (no prompt caching report, no thinking variants)."""
+    without the server (no prompt caching report, no thinking variants), and no CSV row
+    drafted past where the request's stop rule settles it. An answer depends on nothing but
+    what the oracle is handed (text, budget, stops, seed, temperature, chat, stop rule), so
+    each is computed once and kept for the backend's life (one job)."""
 
     def __init__(self, oracle: Oracle, model_id: str) -> None:
         self.oracle = oracle
         self.identity = {"provider": "oracle-in-process", "model": model_id}
+        self._answers: dict[tuple[Any, ...], str] = {}
 
     def chat(self, messages: list[Message], params: GenerationParams) -> str:
         prompt = last_user_text(messages)
@@ -64,11 +71,23 @@ class OracleObjectBackend(BaseBackend):
         return self._answer(prompt, params, chat=False)
 
     def _answer(self, prompt: str, params: GenerationParams, chat: bool) -> str:
-        stop = list(params.stop)
-        answer = self.oracle.answer(
-            prompt, params.max_tokens, stop, params.seed, params.temperature, chat=chat
-        )
-        return answer.text
+        stop, rule = tuple(params.stop), params.stop_rule
+        key = (prompt, params.max_tokens, stop, params.seed, params.temperature, chat, rule)
+        if key not in self._answers:
+            # The oracle drafts until the stop rule settles the score, as the embedded model
+            # generates (with stop strings too, one could straddle that point: all is drafted).
+            done = None if rule is None or stop else (lambda text: rule.end(text) is not None)
+            answer = self.oracle.answer(
+                prompt,
+                params.max_tokens,
+                list(stop),
+                params.seed,
+                params.temperature,
+                chat=chat,
+                settled=done,
+            )
+            self._answers[key] = answer.text
+        return self._answers[key]
 
 
 @dataclass(frozen=True)
@@ -133,7 +152,8 @@ class World:
         return partial
 
     def model(self, spec: ModelSpec) -> LanguageModel:
-        """A ``LanguageModel`` over the oracle object: no cache, one query at a time, quiet."""
+        """A ``LanguageModel`` over the oracle object: no response cache, one query at a
+        time, quiet."""
         form, window = self.model_form
         backend = OracleObjectBackend(self.oracle(spec), spec.model_id)
         return LanguageModel(backend, spec.name, form, window, None, 1, show_progress=False)

@@ -47,6 +47,7 @@ from tabmem.llm.oracle.models import (
     _Pair,
     _Table,
     next_counts,
+    settled,
 )
 
 
@@ -156,8 +157,8 @@ class CopulaOracle(Oracle):
         draw: random.Random | None,
     ) -> str:
         """The prompt's CSV text continued: ``head``, the rest of the row ``partial`` began,
-        then new rows until ``budget`` characters; the first row written is greedy when
-        ``draw`` is None, the others are draws."""
+        then new rows until ``budget`` characters or a ``settled`` draft; the first row
+        written is greedy when ``draw`` is None, the others are draws."""
         known = self._knowledge(table)
         asked = set(self._rows_after_cut(table, prompt, budget))
         counts = next_counts(known.counters, table.delimiter, shown)
@@ -174,7 +175,7 @@ class CopulaOracle(Oracle):
             size += len(parts[-1])
             counts = {j: c + 1 for j, c in counts.items()}
             draw = draw or rng
-        while size < budget:
+        while size < budget and not settled(parts):
             row = self._row(known, {}, asked, draw, None, counts)
             parts.append(table.delimiter.join(row) + table.newline)
             size += len(parts[-1])

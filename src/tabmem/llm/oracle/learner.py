@@ -45,6 +45,7 @@ from tabmem.llm.oracle.models import (
     _Pair,
     _Table,
     next_counts,
+    settled,
 )
 from tabmem.stats.neighbours import NeighbourModel
 
@@ -185,8 +186,8 @@ class LearnerOracle(Oracle):
         draw: random.Random | None,
     ) -> str:
         """The prompt's CSV text continued: ``head``, the rest of the row ``partial`` began,
-        then new rows until ``budget`` characters; the first row written is greedy when
-        ``draw`` is None."""
+        then new rows until ``budget`` characters or a ``settled`` draft; the first row
+        written is greedy when ``draw`` is None."""
         table = known.table
         asked = self._rows_after_cut(table, prompt, budget)
         counts = next_counts(known.counters, table.delimiter, shown)
@@ -202,7 +203,7 @@ class LearnerOracle(Oracle):
             size += len(parts[-1])
             counts = {j: c + 1 for j, c in counts.items()}
             draw = draw or rng
-        while size < budget:
+        while size < budget and not settled(parts):
             row = self._row(known, {}, rng, draw, asked, None, counts)
             parts.append(table.delimiter.join(row) + table.newline)
             size += len(parts[-1])

@@ -47,6 +47,7 @@ import random
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cached_property
 from typing import ClassVar
@@ -134,10 +135,22 @@ def _lead(prompt: str, chat: bool) -> str:
     return "" if chat or not prompt or prompt[-1].isspace() else " "
 
 
+_SETTLED: ContextVar[Callable[[str], bool] | None] = ContextVar("settled", default=None)
+"""The ``settled`` test of the ``Oracle.answer`` call being drafted (None: write to the budget)."""
+
+
+def settled(parts: Sequence[str]) -> bool:
+    """Whether the draft written so far (``parts`` joined) settles the answer for the caller of
+    ``Oracle.answer``: rows written after it would be cut away, so the draft ends there."""
+    rule = _SETTLED.get()
+    return rule is not None and rule("".join(parts))
+
+
 def _rows_until(first: str, make_row: Callable[[], str], newline: str, budget: int) -> str:
-    """``first`` followed by generated rows, each ending in ``newline``, until ``budget`` chars."""
+    """``first`` followed by generated rows, each ending in ``newline``, until ``budget`` chars
+    or until the draft is ``settled``."""
     parts, size = [first], len(first)
-    while size < budget:
+    while size < budget and not settled(parts):
         row = make_row() + newline
         parts.append(row)
         size += len(row)
@@ -360,15 +373,24 @@ class Oracle(ABC):
         temperature: float = 0.0,
         *,
         chat: bool = False,
+        settled: Callable[[str], bool] | None = None,
     ) -> OracleAnswer:
         """The completion and its finish reason; ``temperature`` is ignored (vary ``seed``).
 
         ``chat`` says the text is a user message, so a one-value answer gets no leading space.
+        ``settled`` says when a draft's score can no longer change (a stop rule's end, for a
+        caller that cuts the answer there): CSV rows are written until it holds, not to the
+        budget. The answer is then a prefix of the full one that the caller cuts alike, and
+        the rows after it (and the draws they take) are never computed.
         """
         max_chars = CHARS_PER_TOKEN * max(max_tokens, 0)
-        draft = self._draft(
-            prompt_text, rng_for(prompt_text, seed), max_chars + 1, chat, temperature
-        )
+        token = _SETTLED.set(settled)
+        try:
+            draft = self._draft(
+                prompt_text, rng_for(prompt_text, seed), max_chars + 1, chat, temperature
+            )
+        finally:
+            _SETTLED.reset(token)
         return _cut(draft, stop, max_chars)
 
     @abstractmethod
