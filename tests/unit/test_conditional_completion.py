@@ -60,3 +60,23 @@ def test_memory_of_the_rows_still_beats_it():
     assert rates.loc["street", "baseline"] < 0.4
     assert result.verdict is Verdict.EVIDENCE, result.reason
     assert result.records[0].extra["greedy_answer"] != ""
+
+
+def test_a_questions_data_only_answers_are_worked_out_once_for_all_models():
+    from tabmem.battery.conditional_completion import PrefixFacts, Question
+    from tabmem.stats.best_of import ValuePredictors
+    from tabmem.stats.prefixes import PrefixIndex
+    from tabmem.stats.samples import data_values
+
+    rows = data_values(TOWNS)
+    predictors = ValuePredictors(rows)
+    facts = PrefixFacts(["region", "town", "street", "floors"], PrefixIndex(rows), predictors)
+    asked = []
+    chances = predictors.chances
+    predictors.chances = lambda *args: asked.append(args) or chances(*args)  # type: ignore[method-assign]
+    question = Question(7, 1, "", (rows[7][0],), rows[7][1])
+    first = facts.baseline(question)
+    assert facts.baseline(Question(7, 1, "", (rows[7][0],), rows[7][1])) is first
+    assert len(asked) == 1
+    assert first.greedy.startswith(f"T{rows[7][0][1]}-")  # a town of the shown region
+    assert first.greedy_valid and 0 < first.marginal_chance < 0.35

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -263,6 +263,37 @@ class PrefixFacts:
     names: list[str]
     index: PrefixIndex
     predictors: ValuePredictors
+    _baselines: dict[Question, QuestionBaseline] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    def baseline(self, question: Question) -> QuestionBaseline:
+        """What the data alone answers to ``question``, computed once for every model whose
+        answers these facts score (the in-process calibration shares them)."""
+        if question not in self._baselines:
+            shown = dict(enumerate(question.prefix))
+            greedy = self.predictors.neighbours.greedy(
+                question.position, shown, exclude=[question.row]
+            )
+            followers = self.index.followers(question.prefix)
+            self._baselines[question] = QuestionBaseline(
+                greedy=greedy,
+                greedy_valid=bool(greedy) and self.index.is_valid(question.prefix, greedy),
+                marginal_chance=self.index.marginal_chance(question.prefix),
+                chances=self.predictors.chances(question.position, shown, question.row, followers),
+            )
+        return self._baselines[question]
+
+
+@dataclass(frozen=True)
+class QuestionBaseline:
+    """A question's data-only answers: the neighbours' greedy value and whether it is valid,
+    the marginal chance of a valid value, and each predictor's chance (``ValuePredictors``)."""
+
+    greedy: str
+    greedy_valid: bool
+    marginal_chance: float
+    chances: dict[str, float]
 
 
 def shown_pairs(prefix: str) -> tuple[list[tuple[str, str]], str] | None:
@@ -358,14 +389,7 @@ class ConditionalCompletion(Rescorable[Asked, PrefixFacts]):
         asked_for = names[question.position]
         given = "" if response.error else read_value(response.text, asked_for, names)
         valid = bool(given) and facts.index.is_valid(question.prefix, given)
-        shown = dict(enumerate(question.prefix))
-        greedy = facts.predictors.neighbours.greedy(
-            question.position, shown, exclude=[question.row]
-        )
-        greedy_valid = bool(greedy) and facts.index.is_valid(question.prefix, greedy)
-        chance = facts.index.marginal_chance(question.prefix)
-        followers = facts.index.followers(question.prefix)
-        chances = facts.predictors.chances(question.position, shown, question.row, followers)
+        baseline = facts.baseline(question)
         return QueryRecord(
             prompt=answer.prompt,
             expected=question.truth,
@@ -377,10 +401,10 @@ class ConditionalCompletion(Rescorable[Asked, PrefixFacts]):
                 "position": question.position,
                 "row": question.row + 1,
                 "answer": given,
-                "marginal_chance": chance,
-                "greedy_answer": greedy,
-                "greedy_valid": greedy_valid,
-                "baseline_chances": chances,
+                "marginal_chance": baseline.marginal_chance,
+                "greedy_answer": baseline.greedy,
+                "greedy_valid": baseline.greedy_valid,
+                "baseline_chances": dict(baseline.chances),
             },
         )
 
