@@ -150,6 +150,7 @@ class _View:
         self.edges = [np.concatenate([[0], np.cumsum(c)]) / max(size, 1) for c in counts]
         self.latent = [ndtri(e) for e in self.edges]
         self._regressions: dict[tuple[int, tuple[int, ...]], tuple[np.ndarray, float]] = {}
+        self._places: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray] | None] = {}
 
     def conditional(
         self, k: int, observed: Sequence[int], scores: Sequence[float]
@@ -181,6 +182,17 @@ class _View:
     def _place(self, k: int, number: float) -> tuple[float, float] | None:
         """Where a number falls among the stratum's numbers: (slice middle, slice width),
         interpolated between its neighbours; None when the column has no numbers here."""
+        if k not in self._places:
+            self._places[k] = self._slices(k)
+        slices = self._places[k]
+        if slices is None:
+            return None
+        xs, middles, widths = slices
+        return float(np.interp(number, xs, middles)), float(np.interp(number, xs, widths))
+
+    def _slices(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Column ``k``'s numbers present in this view, with their slices' middles and
+        widths (what ``_place`` interpolates); None when it has none."""
         numbers = self.stratum.numbers[k]
         if numbers is None:
             return None
@@ -189,10 +201,7 @@ class _View:
             return None
         edges = self.edges[k]
         middles, widths = (edges[:-1] + edges[1:]) / 2, np.diff(edges)
-        xs = numbers[present]
-        return float(np.interp(number, xs, middles[present])), float(
-            np.interp(number, xs, widths[present])
-        )
+        return numbers[present], middles[present], widths[present]
 
     def score(self, k: int, value: str) -> float | None:
         """A value's latent score: its slice middle's, or its interpolated place's."""
