@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import random
 import threading
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -194,12 +194,8 @@ class NeighbourModel:
         return Neighbours(candidates, 1.0 / (distance + VOTE_SOFTENING))
 
     @cached_property
-    def _frequencies(self) -> list[Counter]:
-        return [Counter(column.values) for column in self.columns]
-
-    @cached_property
     def _code_counts(self) -> list[np.ndarray]:
-        """Each column's rows per code (``_frequencies`` by code)."""
+        """Each column's rows per code."""
         return [np.bincount(c.codes, minlength=len(c.book)) for c in self.columns]
 
     def pick(
@@ -264,9 +260,9 @@ class NeighbourModel:
         found = self.neighbours(target, given, exclude, protect)
         total = float(found.votes.sum())
         if column.discrete or value == "" or math.isnan(_float(value)):
-            overall = self._frequencies[target]
-            prior = (overall[value] + 1) / (self.n_rows + len(overall))
+            overall = self._code_counts[target]
             code = column.book.get(value)
+            prior = ((0 if code is None else int(overall[code])) + 1) / (self.n_rows + overall.size)
             tally = 0.0 if code is None else float(found.tally(column)[code])
             return math.log((tally + prior) / (total + 1))
         keep = [k for k, i in enumerate(found.rows.tolist()) if column.values[i] != ""]
