@@ -134,7 +134,7 @@ calibrate: install
 # The reference part of calibration in-process (docs/calibration.md): every test of rows seen
 # and the dataset verdict at the default and the papers' query counts, on two worker
 # processes, into outputs/calibration/. calibrate-reference: the false positives (504
-# negative cells per test and setting); calibrate-power: the partial memorizers' power.
+# applicable negative cells per test and setting); calibrate-power: the partial memorizers' power.
 # REFERENCE_ARGS passes options to both, e.g. "--size smoke" (seconds) or "--minutes 30".
 REFERENCE_ARGS ?=
 calibrate-reference: install

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from tabmem.battery.base import TestContext, run_test
 from tabmem.battery.windows import window
-from tabmem.calibrate import SIZES, calibrate
+from tabmem.calibrate import SIZES, calibrate, run
 from tabmem.calibrate.cells import Job, ModelSpec, run_job
 from tabmem.calibrate.run import compose_world, plan_jobs, read_cells, run_jobs, tabulate
 from tabmem.calibrate.tables import (
@@ -280,3 +280,70 @@ def test_the_script_tabulates_recorded_cells_and_refuses_an_unknown_size(
     with pytest.raises(SystemExit):
         script.main(["--size", "everything"])
     assert "invalid choice: 'everything'" in capsys.readouterr().err
+
+
+def _cell(test: str, setting: str, transform: str, seed: int, model: str, applies: bool) -> dict:
+    return {
+        "test": test,
+        "setting": setting,
+        "dataset": "iris",
+        "transform": transform,
+        "seed": seed,
+        "model": model,
+        "verdict": "no_evidence" if applies else "not_applicable",
+    }
+
+
+def test_top_up_adds_seeds_where_a_test_applied_until_its_cells_are_applicable() -> None:
+    size = replace(SIZES["smoke"], negative_seeds=2, settings=("default", "papers"))
+    # header: the same counts at both settings; row completion: other counts at the papers'
+    settings = {
+        "default": {"header": {"n": 1}, "row_completion": {"n": 1}},
+        "papers": {"header": {"n": 1}, "row_completion": {"n": 2}},
+    }
+    cells = []
+    for seed in (0, 1):
+        for model in size.negatives:
+            cells.append(_cell("header", "default", "original", seed, model, seed == 1))
+            cells.append(_cell("row_completion", "default", "original", seed, model, True))
+            cells.append(_cell("row_completion", "papers", "original", seed, model, True))
+        for test, setting, applies in (
+            ("header", "default", False),
+            ("row_completion", "default", True),
+            ("row_completion", "papers", False),
+        ):
+            cells.append(_cell(test, setting, "twin", seed, "oracle-memorizer", applies))
+    jobs = run.top_up_jobs(size, settings, cells, ["iris"])
+    # 6 cells per test and setting planned: header has 2 applicable, one per seed on the
+    # real file (never on the twin): seeds 2-5 there, counted at both settings; row
+    # completion at the papers' counts lacks 2, which one seed on the real file gives
+    negatives = tuple(ModelSpec(n) for n in size.negatives)
+    assert sorted(jobs, key=lambda j: (j.setting, j.seed)) == [
+        *(
+            Job("iris", "original", s, "default", negatives, ("header",), ("papers",))
+            for s in (2, 3, 4, 5)
+        ),
+        Job("iris", "original", 2, "papers", negatives, ("row_completion",)),
+    ]
+    # a test that never applied gets no seeds; one that has its cells gets none either
+    never = [{**c, "verdict": "not_applicable"} if c["test"] == "header" else c for c in cells]
+    assert all(
+        j.tests == ("row_completion",) for j in run.top_up_jobs(size, settings, never, ["iris"])
+    )
+
+
+def test_a_run_tops_up_a_test_that_did_not_apply_on_every_cell(tmp_path) -> None:
+    # first token cannot ask wine's real file (every first token is the same) but asks its twin
+    size = replace(
+        SIZES["smoke"],
+        datasets=("wine",),
+        tests=("first_token",),
+        negatives=("oracle-null",),
+        power_seeds=0,
+        settings=("default",),
+    )
+    outcome = calibrate(size, tmp_path, workers=1, console=Console(record=True))
+    seen = {(c["transform"], c["seed"], c["verdict"] != "not_applicable") for c in outcome.cells}
+    assert seen == {("original", 0, False), ("twin", 0, True), ("twin", 1, True)}
+    assert outcome.jobs == (3, 3)
+    assert outcome.fpr[0]["applicable"] == 2

@@ -16,8 +16,10 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import cache
+from itertools import product
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +57,7 @@ from tabmem.jobs import test_plan
 from tabmem.llm.base import capabilities_of
 from tabmem.llm.oracle import ORACLES
 from tabmem.llm.oracle.partial import RESTS, Recall
+from tabmem.results import Verdict
 
 
 @cache
@@ -135,7 +138,8 @@ SIZES = {
 }
 """``smoke``: seconds, for the test suite. ``negatives``: the false-positive tables, 14 seeds
 of the six negatives (five oracles on the real files, the memorizer on twins) on the six paper
-files, 504 cells per test and setting. ``power``: the power tables, 20 seeds of the partial
+files, 504 cells per test and setting, and further seeds for a test until 504 of its cells
+are applicable. ``power``: the power tables, 20 seeds of the partial
 memorizer per share and rest. Each table says how long its run took."""
 
 
@@ -218,6 +222,64 @@ def plan_jobs(size: Size, settings: dict[str, dict[str, Any]]) -> list[Job]:
     return jobs
 
 
+def top_up_jobs(
+    size: Size,
+    settings: dict[str, dict[str, Any]],
+    cells: Sequence[dict[str, Any]],
+    order: Sequence[str],
+) -> list[Job]:
+    """Jobs that replace the negatives' ``not_applicable`` cells with applicable ones: for each
+    test and setting with fewer applicable negative cells than the size plans per test, the
+    same models on the seeds after the last one run, on the files and transforms where the
+    test applied (``order``: the files, cheapest first), until the cells these ran show it
+    should have as many. A test asked at the first setting's counts is topped up there and
+    counted at both, as ``plan_jobs`` does."""
+    first = size.settings[0]
+    wanted = size.negative_seeds * len(size.datasets) * (len(negatives(size)) + 1)
+    tests = tuple(size.tests or rows_seen_tests())
+    runs: dict[tuple[str, str, int, str], list[str]] = {}
+    for setting in size.settings:
+        for test in tests:
+            if setting != first and settings[setting][test] == settings[first][test]:
+                continue
+            mine = [
+                r
+                for r in cells
+                if r["test"] == test and r["setting"] == setting and r["model"] != "oracle-partial"
+            ]
+            yields: dict[tuple[str, str], float] = {}  # applicable cells a seed gave
+            for dataset, transform in product(order, ("original", "twin")):
+                here = [r for r in mine if (r["dataset"], r["transform"]) == (dataset, transform)]
+                seeds = {r["seed"] for r in here}
+                applicable = sum(r["verdict"] != Verdict.NOT_APPLICABLE for r in here)
+                if applicable:
+                    yields[dataset, transform] = applicable / len(seeds)
+            short = wanted - sum(r["verdict"] != Verdict.NOT_APPLICABLE for r in mine)
+            seed = max((r["seed"] for r in mine), default=size.first_seed) + 1
+            while short > 0 and yields:
+                for (dataset, transform), expected in yields.items():
+                    if short <= 0:
+                        break
+                    runs.setdefault((dataset, transform, seed, setting), []).append(test)
+                    short -= expected
+                seed += 1
+    also = tuple(s for s in size.settings if s != first)
+    return [
+        Job(
+            dataset,
+            transform,
+            seed,
+            setting,
+            tuple(ModelSpec(n) for n in negatives(size))
+            if transform == "original"
+            else (ModelSpec(TWIN_MODEL),),
+            tuple(tests),
+            also if setting == first else (),
+        )
+        for (dataset, transform, seed, setting), tests in runs.items()
+    ]
+
+
 _WORLD: World | None = None
 
 
@@ -231,17 +293,25 @@ def _work(job: Job) -> list[dict[str, Any]]:
     return run_job(_WORLD, job)
 
 
+def worker_pool(world: World, workers: int) -> ProcessPoolExecutor:
+    """``workers`` processes forked from this one, each holding ``world``: what a worker
+    loads (datasets, twins, fits) it keeps for every job it runs."""
+    context = multiprocessing.get_context("fork")
+    return ProcessPoolExecutor(workers, context, _start_worker, (world,))
+
+
 def run_jobs(
     world: World,
     jobs: Sequence[Job],
     workers: int,
     advance: Callable[[list[dict[str, Any]]], None],
     deadline: float = math.inf,
+    pool: ProcessPoolExecutor | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
     """The cell rows of the jobs run, and how many ran: in order, in this process (one
-    worker) or on a pool of ``workers`` processes forked from this one, each job started
-    before ``deadline`` (``time.perf_counter``) finished, none started after it; ``advance``
-    gets the cell rows of each job as it finishes."""
+    worker) or on ``pool`` (else a ``worker_pool`` of ``workers`` for this call), each job
+    started before ``deadline`` (``time.perf_counter``) finished, none started after it;
+    ``advance`` gets the cell rows of each job as it finishes."""
     rows: list[dict[str, Any]] = []
     queue = iter(jobs)
     started = 0
@@ -254,23 +324,24 @@ def run_jobs(
             rows += done
             advance(done)
         return rows, started
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers, context, _start_worker, (world,)) as pool:
-        pending: set[Future[list[dict[str, Any]]]] = set()
-        while True:
-            while len(pending) < workers and time.perf_counter() < deadline:
-                job = next(queue, None)
-                if job is None:
-                    break
-                pending.add(pool.submit(_work, job))
-                started += 1
-            if not pending:
-                return rows, started
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in finished:
-                done = future.result()
-                rows += done
-                advance(done)
+    if pool is None:
+        with worker_pool(world, workers) as own:
+            return run_jobs(world, jobs, workers, advance, deadline, own)
+    pending: set[Future[list[dict[str, Any]]]] = set()
+    while True:
+        while len(pending) < workers and time.perf_counter() < deadline:
+            job = next(queue, None)
+            if job is None:
+                break
+            pending.add(pool.submit(_work, job))
+            started += 1
+        if not pending:
+            return rows, started
+        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+        for future in finished:
+            done = future.result()
+            rows += done
+            advance(done)
 
 
 PARTIAL_CELLS = "reference_cells.partial.csv"
@@ -295,10 +366,13 @@ def calibrate(
     minutes: float = math.inf,
 ) -> Outcome:
     """Run a size and write its files into ``out``; print the FPR table and the time. Jobs
-    run seed by seed; none starts after ``minutes`` (the tables then count the cells that
-    ran, and say how many jobs did). The progress bar counts cells (a job's arrive together)."""
+    run seed by seed, then the top-up (``top_up_jobs``) until every test has its applicable
+    negative cells or a round adds none; no job starts after ``minutes`` (the tables then
+    count the cells that ran, and say how many jobs did). The progress bar counts cells (a
+    job's arrive together)."""
     console = console or Console()
     started = time.perf_counter()
+    deadline = started + 60 * minutes
     world = compose_world(size)
     # Seed by seed, the largest files first (their jobs take longest); loaded here, before
     # the workers fork, so that they share the parsed files.
@@ -307,7 +381,6 @@ def calibrate(
         plan_jobs(size, world.settings),
         key=lambda j: (j.seed, -rows[j.dataset], -job_cells(j, world.settings)),
     )
-    total = sum(job_cells(j, world.settings) for j in jobs)
     columns = (
         TextColumn("{task.description}"),
         BarColumn(),
@@ -316,12 +389,15 @@ def calibrate(
     )
     out.mkdir(parents=True, exist_ok=True)
     partial = out / PARTIAL_CELLS
+    cells: list[dict[str, Any]] = []
+    planned = ran = 0
     with (
         Progress(*columns, console=console, transient=True) as progress,
         partial.open("w", newline="") as handle,
+        worker_pool(world, workers) if workers > 1 else nullcontext() as pool,
     ):
-        task = progress.add_task(f"calibration cells ({len(jobs)} jobs)", total=total)
-        log = _plain_progress(console, total, started)
+        task = progress.add_task("calibration cells", total=0)
+        log = _PlainProgress(console, started)
         writer = csv.DictWriter(handle, fieldnames=list(CELL_FIELDS), extrasaction="ignore")
         writer.writeheader()
 
@@ -329,20 +405,42 @@ def calibrate(
             writer.writerows(done)
             handle.flush()
             progress.advance(task, len(done))
-            log(len(done))
+            log.advance(len(done))
 
-        try:
-            cells, ran = run_jobs(world, jobs, workers, advance, started + 60 * minutes)
-        except BrokenProcessPool as error:
-            raise RuntimeError(
-                f"a worker process died (killed for memory?); the cells of the jobs that "
-                f"finished are in {partial}: tabulate them with --from-cells, and run the "
-                "seeds they lack with --first-seed"
-            ) from error
+        cheapest = sorted(size.datasets, key=rows.__getitem__)
+        while jobs:
+            total = sum(job_cells(j, world.settings) for j in jobs)
+            planned += len(jobs)
+            progress.update(task, total=progress.tasks[0].total + total)
+            progress.update(task, description=f"calibration cells ({planned} jobs)")
+            log.total += total
+            try:
+                done, started_jobs = run_jobs(world, jobs, workers, advance, deadline, pool)
+            except BrokenProcessPool as error:
+                raise RuntimeError(
+                    f"a worker process died (killed for memory?); the cells of the jobs that "
+                    f"finished are in {partial}: tabulate them with --from-cells, and run the "
+                    "seeds they lack with --first-seed"
+                ) from error
+            cells += done
+            ran += started_jobs
+            if started_jobs < len(jobs) or not _adds_applicable(done):
+                break
+            jobs = sorted(
+                top_up_jobs(size, world.settings, cells, cheapest),
+                key=lambda j: (-rows[j.dataset], -job_cells(j, world.settings)),
+            )
     seconds = time.perf_counter() - started
-    outcome = tabulate(cells, out, console, seconds, workers, (ran, len(jobs)))
+    outcome = tabulate(cells, out, console, seconds, workers, (ran, planned))
     partial.unlink()
     return outcome
+
+
+def _adds_applicable(cells: Sequence[dict[str, Any]]) -> bool:
+    """Whether a round of jobs gave an applicable negative cell (else a top-up would not)."""
+    return any(
+        r["verdict"] != Verdict.NOT_APPLICABLE and r["model"] != "oracle-partial" for r in cells
+    )
 
 
 def tabulate(
@@ -396,19 +494,21 @@ def read_cells(*paths: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _plain_progress(console: Console, total: int, started: float) -> Callable[[int], None]:
+class _PlainProgress:
     """Where the console is no terminal (a log file), a line at most once a minute as jobs
-    finish, so a long run shows how far it is; on a terminal the progress bar shows it."""
-    done, shown = [0], [started]
+    finish, so a long run shows how far it is; on a terminal the progress bar shows it.
+    ``total`` grows as top-up jobs are planned."""
 
-    def log(n: int) -> None:
-        done[0] += n
+    def __init__(self, console: Console, started: float) -> None:
+        self.console, self.started, self.shown = console, started, started
+        self.done = self.total = 0
+
+    def advance(self, n: int) -> None:
+        self.done += n
         now = time.perf_counter()
-        if not console.is_terminal and (now - shown[0] >= 60 or done[0] == total):
-            shown[0] = now
-            console.print(f"{done[0]}/{total} cells, {now - started:.0f} s")
-
-    return log
+        if not self.console.is_terminal and (now - self.shown >= 60 or self.done == self.total):
+            self.shown = now
+            self.console.print(f"{self.done}/{self.total} cells, {now - self.started:.0f} s")
 
 
 def inapplicable_reasons() -> dict[str, str]:
@@ -497,7 +597,11 @@ def fpr_markdown(outcome: Outcome) -> str:
         f"{describe(outcome)}\n\nA cell is applicable unless its test said "
         "`not_applicable`; the bound is the exact one-sided 95 % upper bound of the FPR "
         "(with 0 of n: 1 - 0.05^(1/n)). A test asked at the same counts at both settings "
-        "is run once and counted at both.\n\n" + markdown(FPR_HEADER, body) + "\n"
+        "is run once and counted at both. A test that was `not_applicable` on some of the "
+        "negatives' cells is run on further seeds, on the files where it applied, until it "
+        "has as many applicable cells as the run planned per test.\n\n"
+        + markdown(FPR_HEADER, body)
+        + "\n"
     )
 
 
