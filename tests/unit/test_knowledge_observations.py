@@ -3,6 +3,8 @@
 import random
 from pathlib import Path
 
+import pytest
+
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.prompts.observations import (
     dataset_title,
@@ -92,3 +94,14 @@ def test_random_observation_is_a_real_row_and_title_prefers_the_first_alias():
     assert dataset_title(data) == "Dee"
     plain = Dataset(spec=DatasetSpec(name="plain"), path=Path("p.csv"), text=text)
     assert dataset_title(plain) == "plain"
+
+
+def test_a_row_read_alone_is_the_row_of_the_list(tmp_path: Path):
+    text = "a,b\n1,2\n3,4\n5,6\n"
+    dataset = Dataset(DatasetSpec(name="t"), tmp_path / "t.csv", text)
+    assert dataset.n_rows == len(dataset.rows) == 3
+    for index in range(-3, 3):
+        assert dataset.row(index) == dataset.rows[index]
+    for outside in (-4, 3):
+        with pytest.raises(IndexError):
+            dataset.row(outside)

@@ -354,3 +354,13 @@ def test_memorizer_continues_a_shipped_dataset() -> None:
     cut = len(dataset.prefix_text(3)) + 5
     out = MemorizerOracle(datasets).generate(dataset.text[:cut], 64, [], seed=0)
     assert out == dataset.text[cut : cut + 256]
+
+
+def test_a_tables_newlines_before_a_position_are_those_the_text_counts(tmp_path: Path):
+    from tabmem.llm.oracle.models import _Table
+
+    text = "a,b\n1,2\n\n3,4\r\n5,6"
+    table = _Table(Dataset(DatasetSpec(name="t"), tmp_path / "t.csv", text))
+    assert [table.lines_before(i) for i in range(len(text) + 2)] == [
+        text.count("\n", 0, i) for i in range(len(text) + 2)
+    ]

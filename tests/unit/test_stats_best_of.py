@@ -100,3 +100,22 @@ def test_whole_records_the_rules_prefer_the_consistent_one_and_the_best_single_r
     best = BestOf.of([chances, {**chances, NEIGHBOURS: 0.0, COPULA: 0.0}])
     assert best.best_single == best.rate == 0.5  # one rule right on one pair of two, or the coin
     assert "copula conditional 0.500" in best.single_sentence()
+
+
+def test_the_mode_and_draw_without_the_asked_row_are_those_of_the_other_rows():
+    rng = random.Random(0)
+    checked = 0
+    for _ in range(200):
+        k = rng.choice([1, 2, 3, 10])
+        rows = [[str(rng.randrange(k))] for _ in range(rng.choice([1, 2, 5, 40]))]
+        predictors = ValuePredictors(rows)
+        for row in range(len(rows)):
+            others = [r[0] for i, r in enumerate(rows) if i != row]
+            counts = {v: others.count(v) for v in others}
+            mode = max(counts, key=lambda v: (counts[v], v)) if others else rows[row][0]
+            valid = set(rng.sample([str(i) for i in range(k)] + ["none"], rng.randrange(1, 3)))
+            chances = predictors.chances(0, {}, row, valid, predictors=(MODE, DRAW))
+            assert chances[MODE] == float(mode in valid)
+            assert chances[DRAW] == sum(counts.get(v, 0) for v in valid) / max(1, len(others))
+            checked += 1
+    assert checked > 1000

@@ -116,9 +116,13 @@ def _positions(dataset: Dataset, wanted: Any) -> list[int]:
     return [names.index(n) for n in wanted if n in names and names.index(n) > 0]
 
 
-def _max_tokens(model: LanguageModel, position: int, columns: list[tuple[str, ...]]) -> int:
+def _longest_values(dataset: Dataset) -> list[str]:
+    """Each feature's longest value in the file (the first of equal length)."""
+    return [max(column, key=len, default="") for column in zip(*data_values(dataset), strict=True)]
+
+
+def _max_tokens(model: LanguageModel, longest: str) -> int:
     """Room for the feature's longest value in the file, and for a repeated ``Feature =``."""
-    longest = max(columns[position], key=len, default="")
     return model.count_tokens(longest) + 16
 
 
@@ -371,11 +375,11 @@ class ConditionalCompletion(Rescorable[Asked, PrefixFacts]):
     def word(self, ctx: TestContext, queries: Sequence[Asked], facts: PrefixFacts) -> Worded[Asked]:
         model = ctx.model_for("Wording")
         pool = example_pool(ctx.dataset, ctx.params.few_shot_pool)
-        columns = list(zip(*data_values(ctx.dataset), strict=True))
+        longest = _longest_values(ctx.dataset)
         worded: Worded[Asked] = Worded([], [])
         dropped = 0
         for asked in queries:
-            max_tokens = _max_tokens(model, asked.question.position, columns)
+            max_tokens = _max_tokens(model, longest[asked.question.position])
             request, lost = _request(ctx, model, pool, asked, max_tokens)
             if request is not None:
                 worded.queries.append(asked)

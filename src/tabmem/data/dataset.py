@@ -73,6 +73,18 @@ class Dataset:
     def rows(self) -> list[str]:
         return self.records[1:]
 
+    @property
+    def n_rows(self) -> int:
+        """How many data rows (``len(rows)`` without copying them)."""
+        return len(self.records) - 1
+
+    def row(self, index: int) -> str:
+        """Data row ``index`` (0-based) as in the file, without copying every row as ``rows``
+        does: a sample test reads thousands of single rows."""
+        if not -self.n_rows <= index < self.n_rows:
+            raise IndexError(f"row {index} of {self.n_rows}")
+        return self.records[index + 1 if index >= 0 else index]
+
     @cached_property
     def feature_names(self) -> list[str]:
         return parse_fields(self.header, self.delimiter)

@@ -50,7 +50,7 @@ def feature_names(dataset: Dataset) -> list[str]:
 
 def row_values(dataset: Dataset, index: int) -> list[str]:
     """Data row ``index`` (0-based) as values: fields unquoted and stripped."""
-    return [value.strip() for value in parse_fields(dataset.rows[index], dataset.delimiter)]
+    return [value.strip() for value in parse_fields(dataset.row(index), dataset.delimiter)]
 
 
 def format_observation(names: Sequence[str], values: Sequence[str]) -> str:
@@ -62,7 +62,7 @@ def format_observation(names: Sequence[str], values: Sequence[str]) -> str:
 
 def random_observation(dataset: Dataset, rng: random.Random) -> str:
     """A real row of ``dataset``, drawn with ``rng``, as ``name = value`` text."""
-    index = rng.randrange(len(dataset.rows))
+    index = rng.randrange(dataset.n_rows)
     return format_observation(feature_names(dataset), row_values(dataset, index))
 
 

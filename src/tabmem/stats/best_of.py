@@ -28,6 +28,7 @@ brings its own (mode, logistic regression, gradient-boosted trees: ``tabmem.stat
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -143,6 +144,14 @@ class ValuePredictors:
     def copula(self) -> CopulaConditionals:
         return CopulaConditionals(self.rows)
 
+    @cached_property
+    def _leaders(self) -> list[list[str]]:
+        """Per column, its two values first by (count, value): the mode without one row is
+        one of them, or that row's own value."""
+        return [
+            heapq.nlargest(2, counts, key=lambda v, c=counts: (c[v], v)) for counts in self.counts
+        ]
+
     def chances(
         self,
         target: int,
@@ -157,15 +166,14 @@ class ValuePredictors:
         own = normalize_value(self.rows[row][target])
         out: dict[str, float] = {}
         counts = self.counts[target]
-        if MODE in predictors or DRAW in predictors:
-            others = counts.copy()
-            others[own] -= 1
-            total = max(1, sum(others.values()))
-            if MODE in predictors:
-                mode = max(others, key=lambda v: (others[v], v))
-                out[MODE] = float(mode in valid)
-            if DRAW in predictors:
-                out[DRAW] = sum(others[v] for v in valid if v in others) / total
+        if MODE in predictors:
+            # the mode of the other rows: the leader that is not ``own``, or ``own`` one fewer
+            rival = next((v for v in self._leaders[target] if v != own), None)
+            mode = own if rival is None else max((counts[rival], rival), (counts[own] - 1, own))[1]
+            out[MODE] = float(mode in valid)
+        if DRAW in predictors:
+            hits = sum(counts[v] - (v == own) for v in valid if v in counts)
+            out[DRAW] = hits / max(1, len(self.rows) - 1)
         if NEIGHBOURS in predictors:
             guess = self.neighbours.greedy(target, given, exclude=[row])
             out[NEIGHBOURS] = float(bool(guess) and normalize_value(guess) in valid)

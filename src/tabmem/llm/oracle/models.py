@@ -46,6 +46,7 @@ import math
 import random
 import re
 from abc import ABC, abstractmethod
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -234,6 +235,15 @@ class _Table:
     @cached_property
     def raw_rows(self) -> list[list[str]]:
         return [raw_fields(row, self.delimiter) for row in self.dataset.rows]
+
+    @cached_property
+    def _newlines(self) -> list[int]:
+        return [m.start() for m in re.finditer("\n", self.text)]
+
+    def lines_before(self, end: int) -> int:
+        """How many newlines ``text`` holds before position ``end``: ``text.count("\\n", 0,
+        end)`` by bisection (counting again on every request cost a millisecond on adult)."""
+        return bisect_left(self._newlines, end)
 
     @cached_property
     def raw_columns(self) -> list[list[str]]:
@@ -514,7 +524,7 @@ class Oracle(ABC):
         if match is None or match.table is not table or not self._is_csv(prompt, match):
             return []
         text = table.text
-        first = max(0, text.count("\n", 0, match.text_end) - 1)
+        first = max(0, table.lines_before(match.text_end) - 1)
         rows = len(table.raw_rows)
         span = budget // max(1, len(text) // (rows + 1)) + 2
         return list(range(first, min(rows, first + span)))

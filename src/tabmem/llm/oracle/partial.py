@@ -222,7 +222,7 @@ class PartialOracle(Oracle):
         ``budget`` characters at most."""
         table, known = match.table, self._known[id(match.table)].rows
         text, start = table.text, match.text_end
-        end, row = start, text.count("\n", 0, start) - 1  # row -1: the header, always known
+        end, row = start, table.lines_before(start) - 1  # row -1: the header, always known
         while end < len(text) and end - start < budget and (row < 0 or row in known):
             line_end = text.find("\n", end)
             end, row = (len(text) if line_end < 0 else line_end + 1), row + 1
