@@ -347,3 +347,16 @@ def test_a_run_tops_up_a_test_that_did_not_apply_on_every_cell(tmp_path) -> None
     assert seen == {("original", 0, False), ("twin", 0, True), ("twin", 1, True)}
     assert outcome.jobs == (3, 3)
     assert outcome.fpr[0]["applicable"] == 2
+
+
+def test_a_workers_unit_is_one_file_transform_and_seed_at_every_setting() -> None:
+    size = replace(SIZES["smoke"], negative_seeds=2, power_seeds=0)
+    world = compose_world(size)
+    jobs = sorted(plan_jobs(size, world.settings), key=lambda j: (j.seed, j.transform, j.setting))
+    units = run.same_file_units(jobs)
+    assert [j for unit in units for j in unit] == jobs
+    assert [(u[0].seed, u[0].transform, len(u)) for u in units] == [
+        (s, t, len({j.setting for j in jobs if (j.seed, j.transform) == (s, t)}))
+        for s in (0, 1)
+        for t in ("original", "twin")
+    ]

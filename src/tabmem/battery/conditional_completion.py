@@ -116,9 +116,12 @@ def _positions(dataset: Dataset, wanted: Any) -> list[int]:
     return [names.index(n) for n in wanted if n in names and names.index(n) > 0]
 
 
-def _longest_values(dataset: Dataset) -> list[str]:
-    """Each feature's longest value in the file (the first of equal length)."""
-    return [max(column, key=len, default="") for column in zip(*data_values(dataset), strict=True)]
+@lru_cache(maxsize=32)
+def _longest_values(dataset: Dataset) -> tuple[str, ...]:
+    """Each feature's longest value in the file (the first of equal length), read once per
+    file for all the models worded on it."""
+    columns = zip(*data_values(dataset), strict=True)
+    return tuple(max(column, key=len, default="") for column in columns)
 
 
 def _max_tokens(model: LanguageModel, longest: str) -> int:

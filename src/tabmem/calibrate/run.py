@@ -19,7 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from functools import cache
-from itertools import product
+from itertools import groupby, product
 from pathlib import Path
 from typing import Any
 
@@ -288,9 +288,18 @@ def _start_worker(world: World) -> None:
     _WORLD = world
 
 
-def _work(job: Job) -> list[dict[str, Any]]:
+def _work(unit: tuple[Job, ...]) -> list[dict[str, Any]]:
     assert _WORLD is not None, "the worker was started without its world"
-    return run_job(_WORLD, job)
+    return [row for job in unit for row in run_job(_WORLD, job)]
+
+
+def same_file_units(jobs: Sequence[Job]) -> list[tuple[Job, ...]]:
+    """Consecutive jobs on one file, transform and seed (its settings), as one unit of a
+    worker: the twin of a seed is made, and the data-only fits on it are grown, once rather
+    than by each worker that runs one of its settings."""
+    return [
+        tuple(unit) for _, unit in groupby(jobs, key=lambda j: (j.dataset, j.transform, j.seed))
+    ]
 
 
 def worker_pool(world: World, workers: int) -> ProcessPoolExecutor:
@@ -309,14 +318,14 @@ def run_jobs(
     pool: ProcessPoolExecutor | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
     """The cell rows of the jobs run, and how many ran: in order, in this process (one
-    worker) or on ``pool`` (else a ``worker_pool`` of ``workers`` for this call), each job
-    started before ``deadline`` (``time.perf_counter``) finished, none started after it;
-    ``advance`` gets the cell rows of each job as it finishes."""
+    worker) or on ``pool`` (else a ``worker_pool`` of ``workers`` for this call) a
+    ``same_file_units`` unit at a time, each job (unit) started before ``deadline``
+    (``time.perf_counter``) finished, none started after it; ``advance`` gets the cell rows
+    of each job (unit) as it finishes."""
     rows: list[dict[str, Any]] = []
-    queue = iter(jobs)
     started = 0
     if workers <= 1:
-        for job in queue:
+        for job in jobs:
             if time.perf_counter() >= deadline:
                 break
             started += 1
@@ -327,14 +336,15 @@ def run_jobs(
     if pool is None:
         with worker_pool(world, workers) as own:
             return run_jobs(world, jobs, workers, advance, deadline, own)
+    units = iter(same_file_units(jobs))
     pending: set[Future[list[dict[str, Any]]]] = set()
     while True:
         while len(pending) < workers and time.perf_counter() < deadline:
-            job = next(queue, None)
-            if job is None:
+            unit = next(units, None)
+            if unit is None:
                 break
-            pending.add(pool.submit(_work, job))
-            started += 1
+            pending.add(pool.submit(_work, unit))
+            started += len(unit)
         if not pending:
             return rows, started
         finished, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -374,12 +384,13 @@ def calibrate(
     started = time.perf_counter()
     deadline = started + 60 * minutes
     world = compose_world(size)
-    # Seed by seed, the largest files first (their jobs take longest); loaded here, before
-    # the workers fork, so that they share the parsed files.
+    # Seed by seed, the largest files first (their jobs take longest), a file's settings
+    # side by side (one worker's unit); loaded here, before the workers fork, so that they
+    # share the parsed files.
     rows = {d: len(world.dataset(d, "original", 0).rows) for d in size.datasets}
     jobs = sorted(
         plan_jobs(size, world.settings),
-        key=lambda j: (j.seed, -rows[j.dataset], -job_cells(j, world.settings)),
+        key=lambda j: (j.seed, -rows[j.dataset], j.dataset, j.transform, j.setting),
     )
     columns = (
         TextColumn("{task.description}"),
@@ -428,7 +439,7 @@ def calibrate(
                 break
             jobs = sorted(
                 top_up_jobs(size, world.settings, cells, cheapest),
-                key=lambda j: (-rows[j.dataset], -job_cells(j, world.settings)),
+                key=lambda j: (-rows[j.dataset], j.dataset, j.transform, j.seed, j.setting),
             )
     seconds = time.perf_counter() - started
     outcome = tabulate(cells, out, console, seconds, workers, (ran, planned))
