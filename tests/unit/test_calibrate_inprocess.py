@@ -360,3 +360,35 @@ def test_a_workers_unit_is_one_file_transform_and_seed_at_every_setting() -> Non
         for s in (0, 1)
         for t in ("original", "twin")
     ]
+
+
+def test_a_worker_keeps_to_the_files_it_has_run_and_takes_others_rather_than_wait() -> None:
+    def unit(dataset: str, transform: str, seed: int) -> tuple[Job, ...]:
+        return (Job(dataset, transform, seed, "default", (), ()),)
+
+    world = compose_world(SIZES["smoke"])
+    left = [
+        unit("adult", "original", 0),
+        unit("adult", "twin", 0),
+        unit("iris", "original", 0),
+        unit("adult", "original", 1),
+        unit("iris", "original", 1),
+    ]
+    with run.WorkerPool(world, 2) as pool:
+        taken = [pool._take(w, left)[0] for w in (0, 1, 1, 0, 0)]
+    assert [(j.dataset, j.transform, j.seed) for j in taken] == [
+        ("adult", "original", 0),  # worker 0 claims adult
+        ("adult", "twin", 0),  # a twin goes to whoever is free
+        ("iris", "original", 0),  # worker 1 claims iris
+        ("adult", "original", 1),  # worker 0 keeps to adult
+        ("iris", "original", 1),  # nothing of its own is left: it takes iris rather than wait
+    ]
+    assert left == []
+
+
+def test_two_workers_give_the_cells_one_worker_gives(smoke, tmp_path) -> None:
+    outcome, _, _ = smoke
+    two = calibrate(SIZES["smoke"], tmp_path, workers=2, console=Console(record=True))
+    assert two.jobs == outcome.jobs
+    key = lambda row: tuple(str(row[k]) for k in sorted(row))  # noqa: E731
+    assert sorted(map(key, two.cells)) == sorted(map(key, outcome.cells))

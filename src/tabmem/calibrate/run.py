@@ -302,11 +302,71 @@ def same_file_units(jobs: Sequence[Job]) -> list[tuple[Job, ...]]:
     ]
 
 
-def worker_pool(world: World, workers: int) -> ProcessPoolExecutor:
-    """``workers`` processes forked from this one, each holding ``world``: what a worker
-    loads (datasets, twins, fits) it keeps for every job it runs."""
-    context = multiprocessing.get_context("fork")
-    return ProcessPoolExecutor(workers, context, _start_worker, (world,))
+class WorkerPool:
+    """``workers`` processes forked from this one, each holding ``world`` and keeping what it
+    loads (files, twins, fits) for every unit it runs. A free worker takes the first unit
+    left that is a twin (made afresh at each seed), or on a real file it has run before or
+    that no other worker has; else the first unit left. A file's fits are thus grown in one
+    worker rather than in each, while no worker waits when work is left."""
+
+    def __init__(self, world: World, workers: int) -> None:
+        context = multiprocessing.get_context("fork")
+        self._workers = [
+            ProcessPoolExecutor(1, context, _start_worker, (world,)) for _ in range(workers)
+        ]
+        self._files: list[set[str]] = [set() for _ in self._workers]
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for worker in self._workers:
+            worker.shutdown()
+
+    def _take(self, worker: int, units: list[tuple[Job, ...]]) -> tuple[Job, ...]:
+        """Remove and return the unit ``worker`` runs next (see the class)."""
+        mine = self._files[worker]
+        others = set().union(*(f for i, f in enumerate(self._files) if i != worker))
+
+        def suits(unit: tuple[Job, ...]) -> bool:
+            first = unit[0]
+            return (
+                first.transform != "original"
+                or first.dataset in mine
+                or first.dataset not in others
+            )
+
+        unit = units.pop(next((n for n, u in enumerate(units) if suits(u)), 0))
+        if unit[0].transform == "original":
+            mine.add(unit[0].dataset)
+        return unit
+
+    def run(
+        self,
+        units: Sequence[tuple[Job, ...]],
+        advance: Callable[[list[dict[str, Any]]], None],
+        deadline: float = math.inf,
+    ) -> tuple[list[dict[str, Any]], int]:
+        """The cell rows of the units run and how many jobs ran (see ``run_jobs``)."""
+        left = list(units)
+        busy: dict[Future[list[dict[str, Any]]], int] = {}
+        rows: list[dict[str, Any]] = []
+        started = 0
+        while True:
+            for worker in range(len(self._workers)):
+                if worker in busy.values() or not left or time.perf_counter() >= deadline:
+                    continue
+                unit = self._take(worker, left)
+                busy[self._workers[worker].submit(_work, unit)] = worker
+                started += len(unit)
+            if not busy:
+                return rows, started
+            finished, _ = wait(busy, return_when=FIRST_COMPLETED)
+            for future in finished:
+                del busy[future]
+                done = future.result()
+                rows += done
+                advance(done)
 
 
 def run_jobs(
@@ -315,10 +375,10 @@ def run_jobs(
     workers: int,
     advance: Callable[[list[dict[str, Any]]], None],
     deadline: float = math.inf,
-    pool: ProcessPoolExecutor | None = None,
+    pool: WorkerPool | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
     """The cell rows of the jobs run, and how many ran: in order, in this process (one
-    worker) or on ``pool`` (else a ``worker_pool`` of ``workers`` for this call) a
+    worker) or on ``pool`` (else a ``WorkerPool`` of ``workers`` for this call) a
     ``same_file_units`` unit at a time, each job (unit) started before ``deadline``
     (``time.perf_counter``) finished, none started after it; ``advance`` gets the cell rows
     of each job (unit) as it finishes."""
@@ -334,24 +394,9 @@ def run_jobs(
             advance(done)
         return rows, started
     if pool is None:
-        with worker_pool(world, workers) as own:
-            return run_jobs(world, jobs, workers, advance, deadline, own)
-    units = iter(same_file_units(jobs))
-    pending: set[Future[list[dict[str, Any]]]] = set()
-    while True:
-        while len(pending) < workers and time.perf_counter() < deadline:
-            unit = next(units, None)
-            if unit is None:
-                break
-            pending.add(pool.submit(_work, unit))
-            started += len(unit)
-        if not pending:
-            return rows, started
-        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-        for future in finished:
-            done = future.result()
-            rows += done
-            advance(done)
+        with WorkerPool(world, workers) as own:
+            return own.run(same_file_units(jobs), advance, deadline)
+    return pool.run(same_file_units(jobs), advance, deadline)
 
 
 PARTIAL_CELLS = "reference_cells.partial.csv"
@@ -405,7 +450,7 @@ def calibrate(
     with (
         Progress(*columns, console=console, transient=True) as progress,
         partial.open("w", newline="") as handle,
-        worker_pool(world, workers) if workers > 1 else nullcontext() as pool,
+        WorkerPool(world, workers) if workers > 1 else nullcontext() as pool,
     ):
         task = progress.add_task("calibration cells", total=0)
         log = _PlainProgress(console, started)
