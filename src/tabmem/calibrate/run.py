@@ -231,7 +231,7 @@ def top_up_jobs(
     """Jobs that replace the negatives' ``not_applicable`` cells with applicable ones: for each
     test and setting with fewer applicable negative cells than the size plans per test, the
     same models on the seeds after the last one run, on the files and transforms where the
-    test applied (``order``: the files, cheapest first), until the cells these ran show it
+    test applied (``order``: the files, smallest first), until the cells these ran show it
     should have as many. A test asked at the first setting's counts is topped up there and
     counted at both, as ``plan_jobs`` does."""
     first = size.settings[0]
@@ -273,10 +273,10 @@ def top_up_jobs(
             tuple(ModelSpec(n) for n in negatives(size))
             if transform == "original"
             else (ModelSpec(TWIN_MODEL),),
-            tuple(tests),
+            tuple(asked),
             also if setting == first else (),
         )
-        for (dataset, transform, seed, setting), tests in runs.items()
+        for (dataset, transform, seed, setting), asked in runs.items()
     ]
 
 
@@ -463,7 +463,7 @@ def calibrate(
             progress.advance(task, len(done))
             log.advance(len(done))
 
-        cheapest = sorted(size.datasets, key=rows.__getitem__)
+        smallest = sorted(size.datasets, key=rows.__getitem__)
         while jobs:
             total = sum(job_cells(j, world.settings) for j in jobs)
             planned += len(jobs)
@@ -483,7 +483,7 @@ def calibrate(
             if started_jobs < len(jobs) or not _adds_applicable(done):
                 break
             jobs = sorted(
-                top_up_jobs(size, world.settings, cells, cheapest),
+                top_up_jobs(size, world.settings, cells, smallest),
                 key=lambda j: (-rows[j.dataset], j.dataset, j.transform, j.seed, j.setting),
             )
     seconds = time.perf_counter() - started
