@@ -26,10 +26,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 
-from rich.console import Console  # noqa: E402
 
 from tabmem.calibrate import SIZES, calibrate  # noqa: E402
-from tabmem.calibrate.run import read_cells, tabulate  # noqa: E402
+from tabmem.calibrate.run import read_cells, report_console, tabulate  # noqa: E402
 
 
 def _list(text: str) -> tuple[str, ...]:
@@ -89,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.from_cells:
-        tabulate(read_cells(*args.from_cells), args.out, Console())
+        tabulate(read_cells(*args.from_cells), args.out, report_console())
         return 0
     size = SIZES[args.size]
     changes = {

@@ -347,6 +347,7 @@ def test_a_run_tops_up_a_test_that_did_not_apply_on_every_cell(tmp_path) -> None
     assert seen == {("original", 0, False), ("twin", 0, True), ("twin", 1, True)}
     assert outcome.jobs == (3, 3)
     assert outcome.fpr[0]["applicable"] == 2
+    assert "Partial memorizers: none." in (tmp_path / "reference_fpr.md").read_text()
 
 
 def test_a_workers_unit_is_one_file_transform_and_seed_at_every_setting() -> None:

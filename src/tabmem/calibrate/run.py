@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import math
 import multiprocessing
+import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -413,6 +414,12 @@ def job_cells(job: Job, settings: dict[str, dict[str, Any]]) -> int:
     return len(job.models) * counted
 
 
+def report_console() -> Console:
+    """The console the tables print on: the terminal's width, or 120 columns where the output
+    is a log file (rich's 80 cut the tests' names)."""
+    return Console(width=None if sys.stdout.isatty() else 120)
+
+
 def calibrate(
     size: Size,
     out: Path,
@@ -425,7 +432,7 @@ def calibrate(
     negative cells or a round adds none; no job starts after ``minutes`` (the tables then
     count the cells that ran, and say how many jobs did). The progress bar counts cells (a
     job's arrive together)."""
-    console = console or Console()
+    console = console or report_console()
     started = time.perf_counter()
     deadline = started + 60 * minutes
     world = compose_world(size)
@@ -615,11 +622,16 @@ def describe(outcome: Outcome) -> str:
     negative = [r for r in cells if r["model"] != "oracle-partial" and r["transform"] != "twin"]
     twins = [r for r in cells if r["transform"] == "twin"]
     power = [r for r in cells if r["model"] == "oracle-partial"]
+    partial = (
+        f"shares {listed('share', power)}, rests {listed('rest', power)}, seeds "
+        f"{listed('seed', power)}"
+        if power
+        else "none"
+    )
     return (
         f"Files: {listed('dataset', cells)}. Negatives: {listed('model', negative)} on the "
         f"real files (seeds {listed('seed', negative)}), {listed('model', twins)} on twins "
-        f"(seeds {listed('seed', twins)}). Partial memorizers: shares {listed('share', power)}, "
-        f"rests {listed('rest', power)}, seeds {listed('seed', power)}. Settings: "
+        f"(seeds {listed('seed', twins)}). Partial memorizers: {partial}. Settings: "
         f"{listed('setting', cells)}. {len(cells)} cells{_timing(outcome)}."
     )
 
