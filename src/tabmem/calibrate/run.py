@@ -53,6 +53,7 @@ from tabmem.calibrate.tables import (
     power_figure,
     power_markdown,
     power_rows,
+    role,
 )
 from tabmem.jobs import test_plan
 from tabmem.llm.base import capabilities_of
@@ -246,7 +247,7 @@ def top_up_jobs(
             mine = [
                 r
                 for r in cells
-                if r["test"] == test and r["setting"] == setting and r["model"] != "oracle-partial"
+                if r["test"] == test and r["setting"] == setting and role(r) == "negative"
             ]
             yields: dict[tuple[str, str], float] = {}  # applicable cells a seed gave
             for dataset, transform in product(order, ("original", "twin")):
@@ -501,9 +502,7 @@ def calibrate(
 
 def _adds_applicable(cells: Sequence[dict[str, Any]]) -> bool:
     """Whether a round of jobs gave an applicable negative cell (else a top-up would not)."""
-    return any(
-        r["verdict"] != Verdict.NOT_APPLICABLE and r["model"] != "oracle-partial" for r in cells
-    )
+    return any(r["verdict"] != Verdict.NOT_APPLICABLE and role(r) == "negative" for r in cells)
 
 
 def tabulate(
@@ -619,9 +618,9 @@ def describe(outcome: Outcome) -> str:
     def listed(field: str, rows: Sequence[dict[str, Any]]) -> str:
         return ", ".join(sorted({str(r[field]) for r in rows}, key=_natural)) or "none"
 
-    negative = [r for r in cells if r["model"] != "oracle-partial" and r["transform"] != "twin"]
+    negative = [r for r in cells if role(r) == "negative" and r["transform"] != "twin"]
     twins = [r for r in cells if r["transform"] == "twin"]
-    power = [r for r in cells if r["model"] == "oracle-partial"]
+    power = [r for r in cells if role(r) == "power"]
     partial = (
         f"shares {listed('share', power)}, rests {listed('rest', power)}, seeds "
         f"{listed('seed', power)}"
