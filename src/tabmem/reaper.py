@@ -18,6 +18,7 @@ import select
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -79,12 +80,22 @@ def mark(pid: int) -> tuple[str, int] | None:
     return (fields[2], int(fields[19])) if fields else None
 
 
+def handed_over(launcher: int, timeout_s: float = 10.0) -> None:
+    """Wait until this process's parent is no longer ``launcher``. A dying process closes its
+    files (the reaper's pipe) before the kernel hands its children to init, so orphans read at
+    once can still show the launcher as their parent (seen: the reaper found none and the loky
+    workers lived on). The reaper is one of those children, handed over in the same step."""
+    deadline = time.monotonic() + timeout_s
+    while os.getppid() == launcher and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def watch(launcher: int, marked: tuple[str, int] | None = None, poll_s: float = 0.2) -> set[int]:
     """Note the launcher's descendants until its pipe on stdin says the grid is over (then
-    kill nothing) or closes without saying so (the launcher died: kill those last noted, and
-    its orphans); the pids killed. ``marked`` is the launcher's ``mark``, as it passed it: a
-    reaper that starts after its launcher died (a loaded machine, a launcher killed at once)
-    still finds the orphans by it."""
+    kill nothing) or closes without saying so (the launcher died: once its children are handed
+    over, kill those last noted, and its orphans); the pids killed. ``marked`` is the
+    launcher's ``mark``, as it passed it: a reaper that starts after its launcher died (a
+    loaded machine, a launcher killed at once) still finds the orphans by it."""
     me, noted, said = os.getpid(), set(), b""
     marked = marked or mark(launcher)
     if marked is None:
@@ -100,6 +111,7 @@ def watch(launcher: int, marked: tuple[str, int] | None = None, poll_s: float = 
             if not chunk:
                 break
         noted = descendants(launcher) - {me}  # the living ones only: no pid reused meanwhile
+    handed_over(launcher)
     killed = set()
     for pid in noted | (orphans(group, since) - {me}):
         try:
