@@ -193,17 +193,30 @@ def negatives(size: Size) -> tuple[str, ...]:
     return size.negatives or tuple(name for name in NEGATIVE_ORACLES if name in ORACLES)
 
 
+def asked_at(size: Size, settings: dict[str, dict[str, Any]], setting: str) -> tuple[str, ...]:
+    """The tests run at ``setting``: every one at the first setting, and at another only those
+    whose config differs there from the first's (the others are counted at both)."""
+    tests = tuple(size.tests or rows_seen_tests())
+    first = size.settings[0]
+    return (
+        tests
+        if setting == first
+        else tuple(t for t in tests if settings[setting][t] != settings[first][t])
+    )
+
+
+def counted_also(size: Size, setting: str) -> tuple[str, ...]:
+    """The settings a job at ``setting`` is counted at besides its own (``Job.also``): the
+    others for the first setting, none for the rest."""
+    return tuple(s for s in size.settings if s != setting) if setting == size.settings[0] else ()
+
+
 def plan_jobs(size: Size, settings: dict[str, dict[str, Any]]) -> list[Job]:
     """The jobs of a size, longest first. A test whose config is the same at two settings is
     run once, at the first, and counted at both (``Job.also``)."""
-    tests = tuple(size.tests or rows_seen_tests())
-    first = size.settings[0]
     jobs = []
     for setting in size.settings:
-        own = tests
-        if setting != first:
-            own = tuple(t for t in tests if settings[setting][t] != settings[first][t])
-        also = tuple(s for s in size.settings if s != setting) if setting == first else ()
+        own, also = asked_at(size, settings, setting), counted_also(size, setting)
         for dataset in size.datasets:
             for nth in range(max(size.negative_seeds, size.power_seeds)):
                 seed = size.first_seed + nth
@@ -236,14 +249,10 @@ def top_up_jobs(
     test applied (``order``: the files, smallest first), until the cells these ran show it
     should have as many. A test asked at the first setting's counts is topped up there and
     counted at both, as ``plan_jobs`` does."""
-    first = size.settings[0]
     wanted = size.negative_seeds * len(size.datasets) * (len(negatives(size)) + 1)
-    tests = tuple(size.tests or rows_seen_tests())
     runs: dict[tuple[str, str, int, str], list[str]] = {}
     for setting in size.settings:
-        for test in tests:
-            if setting != first and settings[setting][test] == settings[first][test]:
-                continue
+        for test in asked_at(size, settings, setting):
             mine = [
                 r
                 for r in cells
@@ -265,7 +274,6 @@ def top_up_jobs(
                     runs.setdefault((dataset, transform, seed, setting), []).append(test)
                     short -= expected
                 seed += 1
-    also = tuple(s for s in size.settings if s != first)
     return [
         Job(
             dataset,
@@ -276,7 +284,7 @@ def top_up_jobs(
             if transform == "original"
             else (ModelSpec(TWIN_MODEL),),
             tuple(asked),
-            also if setting == first else (),
+            counted_also(size, setting),
         )
         for (dataset, transform, seed, setting), asked in runs.items()
     ]
