@@ -12,11 +12,15 @@ cached grid.
 
     python scripts/bench_traces.py [N]      # default N = 200
     python scripts/bench_traces.py --smoke  # N = 10, one header cell run in this process
+
+The figures are printed and written to ``outputs/bench/traces.md`` (``--out``;
+``traces-smoke.md`` at the smoke size), which docs/ui.md links.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -79,7 +83,8 @@ def _log(folder: Path, records: list[QueryRecord], log: QueryLog | None) -> floa
     return time.perf_counter() - started
 
 
-def main(n: int) -> None:
+def main(n: int) -> list[str]:
+    """The logged cell's figures, as printed lines."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         cache = ResponseCache(folder / "cache.sqlite")
@@ -97,15 +102,18 @@ def main(n: int) -> None:
         ]
         tags = {"model": "echo", "dataset": "iris", "test": "header", "transform": "original"}
         log = QueryLog(records, tags, (time.time_ns(), time.time_ns()), list(model.answered))
+        _log(folder / "warm", records, log)  # the first log pays MLflow's imports: not timed
         plain = _log(folder / "plain", records, None)
         traced = _log(folder / "traced", records, log)
         cache.close()
     per = 1000 / n
-    print(f"{n} queries")
-    print(f"cached query                  {cached * per:8.2f} ms/query")
-    print(f"run logged without traces     {plain * 1000:8.0f} ms")
-    print(f"run logged with traces        {traced * 1000:8.0f} ms")
-    print(f"trace (expectation, feedback) {(traced - plain) * per:8.2f} ms/query")
+    return [
+        f"{n} queries",
+        f"cached query                  {cached * per:8.2f} ms/query",
+        f"run logged without traces     {plain * 1000:8.0f} ms",
+        f"run logged with traces        {traced * 1000:8.0f} ms",
+        f"trace (expectation, feedback) {(traced - plain) * per:8.2f} ms/query",
+    ]
 
 
 GRID = (
@@ -153,8 +161,8 @@ def _grid(grid: tuple[str, ...], outputs: Path, traces: bool, in_process: bool) 
     return time.perf_counter() - started
 
 
-def cached_grid(grid: tuple[str, ...], in_process: bool = False) -> None:
-    """The same cached grid without and with traces, side by side."""
+def cached_grid(grid: tuple[str, ...], in_process: bool = False) -> list[str]:
+    """The same cached grid without and with traces, side by side, as printed lines."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         _grid(grid, folder / "fill", False, in_process)
@@ -164,20 +172,42 @@ def cached_grid(grid: tuple[str, ...], in_process: bool = False) -> None:
         traced = _grid(grid, folder / "traced", True, in_process)
         runs = load_runs(f"sqlite:///{folder / 'traced' / 'mlflow.db'}")
         queries = int(runs["metric.n_queries"].sum())
-    print(f"\ncached grid ({' '.join(grid)}): {len(runs)} cells, {queries} queries")
-    print(f"without traces                {plain:8.1f} s")
-    print(f"with traces                   {traced:8.1f} s")
-    print(f"with / without                {traced / plain:8.2f}")
-    print(f"trace, in the grid            {(traced - plain) * 1000 / queries:8.2f} ms/query")
+    return [
+        f"cached grid ({' '.join(grid)}): {len(runs)} cells, {queries} queries",
+        f"without traces                {plain:8.1f} s",
+        f"with traces                   {traced:8.1f} s",
+        f"with / without                {traced / plain:8.2f}",
+        f"trace, in the grid            {(traced - plain) * 1000 / queries:8.2f} ms/query",
+    ]
+
+
+def write_markdown(out: Path, lines: list[str], load: str) -> None:
+    """The figures as Markdown, for docs/ui.md to link."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    head = [
+        "# What traces cost (`scripts/bench_traces.py`)",
+        "",
+        f"On {os.cpu_count()} cores; load average before: {load}. Written by `make bench`.",
+        "",
+    ]
+    out.write_text("\n".join([*head, "```", *lines, "```"]) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("n", nargs="?", type=int, default=200, help="queries of the logged cell")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        help="the figures as Markdown (default: outputs/bench/traces.md; traces-smoke.md with "
+        "--smoke)",
+    )
     add_smoke_flag(parser)
     args = parser.parse_args()
-    main(10 if args.smoke else args.n)
-    if args.smoke:
-        cached_grid(SMOKE_GRID, in_process=True)
-    else:
-        cached_grid(GRID)
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
+    lines = main(10 if args.smoke else args.n)
+    lines += ["", *cached_grid(SMOKE_GRID if args.smoke else GRID, in_process=args.smoke)]
+    print("\n".join(lines))
+    out = args.out or ROOT / "outputs" / "bench" / f"traces{'-smoke' if args.smoke else ''}.md"
+    write_markdown(out, lines, load)
+    print(f"written: {out}")

@@ -44,6 +44,7 @@ FIGURES = {
         rf"trace \(expectation, feedback\)\s+{NUMBER} ms/query",
         r"cached grid \(model=oracle-memorizer dataset=iris test=header\): 1 cells, 4 queries",
         rf"with / without\s+{NUMBER}",
+        r"written: .*traces-smoke\.md",
     ],
     "bench_first_run.py": [
         r"5\. the demo grid \(1 header cells, smollm2-135m, no cache\), best of 1",
