@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import random
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import sklearn.metrics
 
-from tabmem.data import Dataset
+from tabmem.data import Dataset, association
 from tabmem.data.csvtext import raw_fields
 from tabmem.data.values import normalize_value
 from tabmem.llm.oracle import LearnerOracle, MemorizerOracle
@@ -136,3 +138,31 @@ def test_the_neighbour_model_leaves_out_the_few_rows_that_match_everything_shown
     assert model.greedy(2, {0: "c", 1: "3"}) == "w"  # 20 rows: a group, not a row
     assert model.greedy(2, {0: "a", 1: "1"}, protect=False) in {"x", "y"}
     assert normalize_value(model.greedy(1, {0: "c"})) == "3.0"
+
+
+def test_each_pair_of_columns_is_weighed_once_per_process(ledger: Dataset, monkeypatch) -> None:
+    """Every model of one file (each cell's learner, each of its server's threads) asks the
+    same column pairs: the adjusted mutual information of a pair is computed once, and a
+    second model on equal rows gets the same weights without computing any."""
+    computed: list[int] = []
+    real = sklearn.metrics.adjusted_mutual_info_score
+
+    def counted(target, given):
+        computed.append(1)
+        return real(target, given)
+
+    monkeypatch.setattr(sklearn.metrics, "adjusted_mutual_info_score", counted)
+    monkeypatch.setattr(association, "_RELEVANCE", {})
+    rows = [values(ledger, i) for i in range(ledger.n_rows)]
+    first = NeighbourModel(rows)
+    width = len(first.columns)
+    with ThreadPoolExecutor(8) as pool:  # a server's threads, all asking at once
+        weighed = list(pool.map(lambda t: first._weights(t % width), range(8 * width)))
+    assert len(computed) == width * width
+    assert weighed[:width] == [first._weights(t) for t in range(width)]
+    second = NeighbourModel([list(row) for row in rows])
+    assert [second._weights(t) for t in range(width)] == weighed[:width]
+    assert len(computed) == width * width  # nothing computed again
+    other = NeighbourModel(rows[: len(rows) // 2])
+    other._weights(0)
+    assert len(computed) == width * width + width  # other rows: other pairs

@@ -113,6 +113,8 @@ class NeighbourModel:
         self.columns = [Column.of([row[j] for row in rows]) for j in range(width)]
         self.k = k or max(10, round(math.sqrt(self.n_rows)))
         self._recent: dict[int, OrderedDict[tuple[str, int, str], np.ndarray]] = {}
+        self._weight_cache: dict[int, list[float]] = {}
+        self._weight_lock = threading.Lock()  # one thread computes a target's weights
 
     def _array(self, kind: str, j: int, value: str) -> np.ndarray:
         """Column ``j``'s per-row equality with (``kind`` "=") or distance to ("d") ``value``,
@@ -140,11 +142,11 @@ class NeighbourModel:
         return max(MIN_WEIGHT, self._weights(target)[given])
 
     def _weights(self, target: int) -> list[float]:
-        cache = self.__dict__.setdefault("_weight_cache", {})
-        if target not in cache:
-            binned = self._binned
-            cache[target] = [relevance(b, binned[target]) for b in binned]
-        return cache[target]
+        with self._weight_lock:
+            if target not in self._weight_cache:
+                binned = self._binned
+                self._weight_cache[target] = [relevance(b, binned[target]) for b in binned]
+            return self._weight_cache[target]
 
     def matching(self, given: Mapping[int, str]) -> np.ndarray:
         """Rows that agree with every given value."""
