@@ -19,7 +19,6 @@ from batch_server import BatchServer
 from flaky_grid import (
     ROOT,
     mlflow_runs,
-    run_sweep,
     sweep_command,
     sweep_env,
     sweep_here,
@@ -108,7 +107,8 @@ def test_a_grid_killed_while_its_batches_are_pending_resumes_them(tmp_path, data
         pending = set(server.batches)
         assert len(list((outputs / "batches").glob("*.json"))) == 2
         server.release.set()
-        again = run_sweep(outputs, conf, EXPERIMENT, *GRID, "batch=true")
+        # the resume reads the batch ids the killed processes wrote: here, in this process
+        again = sweep_here(outputs, conf, EXPERIMENT, *GRID, "batch=true", ONE_PROCESS)
         assert again.returncode == 0, again.stderr[-3000:]
         assert set(server.batches) == pending  # the same batches, none created again
         runs, _ = mlflow_runs(outputs, EXPERIMENT)

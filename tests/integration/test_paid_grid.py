@@ -21,7 +21,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from flaky_grid import ROOT, mlflow_runs, run_sweep, sweep_command, sweep_env, write_model_config
+from flaky_grid import (
+    ROOT,
+    mlflow_runs,
+    run_sweep,
+    sweep_command,
+    sweep_env,
+    sweep_here,
+    write_model_config,
+)
 from flaky_server import FlakyServer
 from harness import ONE_PROCESS, settings_of
 
@@ -121,7 +129,10 @@ def test_plan_then_budget_then_resume(server, tmp_path):
     asked = server.request_count
     assert asked < planned_requests
 
-    resumed = run_sweep(outputs, conf, EXPERIMENT, *GRID, f"budget_usd={10 * estimate}")
+    # the resume reads the cache and the ledger the capped processes left: in this process
+    resumed = sweep_here(
+        outputs, conf, EXPERIMENT, *GRID, f"budget_usd={10 * estimate}", ONE_PROCESS
+    )
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "Spend: $" in resumed.stdout
     runs, _ = mlflow_runs(outputs, EXPERIMENT)

@@ -18,7 +18,6 @@ import pytest
 from flaky_grid import (
     ROOT,
     mlflow_runs,
-    run_sweep,
     sweep_command,
     sweep_env,
     sweep_here,
@@ -88,7 +87,7 @@ def kill_midway(server: FlakyServer, outputs: Path, conf: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """An uninterrupted sweep, and a killed-then-resumed one (processes, joblib's launcher),
+    """An uninterrupted sweep, and a killed (processes, joblib's launcher) then resumed one,
     against the same server."""
     specs = dataset_specs()
     datasets = [load_dataset(specs[name]) for name in ("iris", "titanic")]
@@ -103,7 +102,8 @@ def runs(tmp_path_factory):
         all_keys = {a.key for a in server.arrivals}
         received = kill_midway(server, crashed, conf)
         seen_before_resume = server.request_count
-        resumed = run_sweep(crashed, conf, "resume", *GRID)
+        # the resume reads what the killed processes left on disk: here, in this process
+        resumed = sweep_here(crashed, conf, "resume", *GRID, ONE_PROCESS)
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         asked_again = [a.key for a in server.arrivals[seen_before_resume:]]
     return {
