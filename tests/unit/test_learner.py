@@ -8,10 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import sklearn.metrics
 
-from tabmem.data import Dataset, association
+from tabmem.data import Dataset
 from tabmem.data.csvtext import raw_fields
 from tabmem.data.values import normalize_value
 from tabmem.llm.oracle import LearnerOracle, MemorizerOracle
+from tabmem.stats import neighbours
 from tabmem.stats.neighbours import NeighbourModel
 
 GROUPS = {"alpha": "pine", "beta": "oak", "gamma": "elm"}
@@ -152,7 +153,7 @@ def test_each_pair_of_columns_is_weighed_once_per_process(ledger: Dataset, monke
         return real(target, given)
 
     monkeypatch.setattr(sklearn.metrics, "adjusted_mutual_info_score", counted)
-    monkeypatch.setattr(association, "_RELEVANCE", {})
+    monkeypatch.setattr(neighbours, "_WEIGHTS", {})
     rows = [values(ledger, i) for i in range(ledger.n_rows)]
     first = NeighbourModel(rows)
     width = len(first.columns)

@@ -6,9 +6,7 @@ their most frequent categories), so a measurement and a category compare on the 
 
 from __future__ import annotations
 
-import hashlib
 import math
-import threading
 from collections import Counter
 from collections.abc import Sequence
 
@@ -59,36 +57,10 @@ def information_share(given: np.ndarray, target: np.ndarray) -> float:
     return max(0.0, min(1.0, mutual / h_target))
 
 
-_RELEVANCE: dict[bytes, float] = {}
-_RELEVANCE_LOCK = threading.Lock()
-RELEVANCE_MEMO = 65536
-"""Pairs of columns whose relevance a process keeps (a float each, under 10 MB in all)."""
-
-
-def _pair_key(given: np.ndarray, target: np.ndarray) -> bytes:
-    digest = hashlib.blake2b(digest_size=20)
-    for codes in (given, target):
-        digest.update(f"{codes.dtype.str}{codes.shape}|".encode())
-        digest.update(np.ascontiguousarray(codes).tobytes())
-    return digest.digest()
-
-
 def relevance(given: np.ndarray, target: np.ndarray) -> float:
     """How much a coded column tells about another, corrected for chance (adjusted mutual
     information, 0 when it tells nothing): a column of many categories, each in few rows,
-    shares much information with anything by chance alone, and this does not count it.
-    Computed once per pair of columns in a process: every model of one file (each cell's
-    learner and partial memorizer, each of their server's threads) asks the same pairs."""
-    key = _pair_key(given, target)
-    with _RELEVANCE_LOCK:
-        found = _RELEVANCE.get(key)
-    if found is not None:
-        return found
+    shares much information with anything by chance alone, and this does not count it."""
     from sklearn.metrics import adjusted_mutual_info_score
 
-    value = max(0.0, float(adjusted_mutual_info_score(target, given)))
-    with _RELEVANCE_LOCK:
-        if len(_RELEVANCE) >= RELEVANCE_MEMO:
-            _RELEVANCE.pop(next(iter(_RELEVANCE)))
-        _RELEVANCE[key] = value
-    return value
+    return max(0.0, float(adjusted_mutual_info_score(target, given)))

@@ -17,6 +17,7 @@ queried row is one member of many. ``exclude`` leaves out rows a caller knows ar
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 import threading
@@ -37,6 +38,8 @@ VOTE_SOFTENING = 0.05
 """A neighbour at distance d votes 1 / (d + 0.05): the nearest count most, none counts alone."""
 MAX_CATEGORIES = 200
 """Categories beyond a column's 200 most frequent share one code when weighing columns."""
+WEIGHT_MEMO = 4096
+"""Targets' column weights a process keeps, by table and target (a few MB at most)."""
 DISCRETE_VALUES = 30
 RECENT_ARRAYS = 64
 """Per-row equality and distance arrays a model keeps per thread, most recent first: a
@@ -102,6 +105,10 @@ class Column:
         return np.where(np.isnan(self.numbers), 1.0, np.minimum(gap, 1.0))
 
 
+_WEIGHTS: dict[tuple[bytes, int], list[float]] = {}
+_WEIGHTS_LOCK = threading.Lock()
+
+
 class NeighbourModel:
     """The conditional distributions of a table (rows of value strings), by nearest rows."""
 
@@ -113,8 +120,6 @@ class NeighbourModel:
         self.columns = [Column.of([row[j] for row in rows]) for j in range(width)]
         self.k = k or max(10, round(math.sqrt(self.n_rows)))
         self._recent: dict[int, OrderedDict[tuple[str, int, str], np.ndarray]] = {}
-        self._weight_cache: dict[int, list[float]] = {}
-        self._weight_lock = threading.Lock()  # one thread computes a target's weights
 
     def _array(self, kind: str, j: int, value: str) -> np.ndarray:
         """Column ``j``'s per-row equality with (``kind`` "=") or distance to ("d") ``value``,
@@ -141,12 +146,31 @@ class NeighbourModel:
         """How much column ``given`` counts in the distance when column ``target`` is asked."""
         return max(MIN_WEIGHT, self._weights(target)[given])
 
+    @cached_property
+    def _table_key(self) -> bytes:
+        """A digest of the coded columns: models of equal rows share their weights."""
+        digest = hashlib.blake2b(digest_size=20)
+        for codes in self._binned:
+            digest.update(f"{codes.dtype.str}{codes.shape}|".encode())
+            digest.update(codes.tobytes())
+        return digest.digest()
+
     def _weights(self, target: int) -> list[float]:
-        with self._weight_lock:
-            if target not in self._weight_cache:
-                binned = self._binned
-                self._weight_cache[target] = [relevance(b, binned[target]) for b in binned]
-            return self._weight_cache[target]
+        """Each column's relevance to ``target``, computed once a process for a table: every
+        model of one file (each cell's learner and partial memorizer) and every thread of
+        their server asks the same ones."""
+        key = (self._table_key, target)
+        found = _WEIGHTS.get(key)
+        if found is None:
+            with _WEIGHTS_LOCK:
+                found = _WEIGHTS.get(key)
+                if found is None:
+                    binned = self._binned
+                    found = [relevance(b, binned[target]) for b in binned]
+                    if len(_WEIGHTS) >= WEIGHT_MEMO:
+                        _WEIGHTS.pop(next(iter(_WEIGHTS)))
+                    _WEIGHTS[key] = found
+        return found
 
     def matching(self, given: Mapping[int, str]) -> np.ndarray:
         """Rows that agree with every given value."""
