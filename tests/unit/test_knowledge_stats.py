@@ -12,8 +12,8 @@ from tabmem.stats.modes import compare_modes, poisson_binomial_tail
 from tabmem.stats.prefixes import PrefixIndex, greater_t_test, wilson
 from tabmem.stats.samples import (
     CodedTable,
+    CopyNull,
     best_matches,
-    copy_chance,
     known_value_share,
     normalize_value,
     real_row_best_matches,
@@ -50,12 +50,58 @@ def test_best_matches_copies_and_real_rows_against_the_rest():
     assert real_row_best_matches(table, [0, 1, 2, 3]).tolist() == [2, 1, 2, 0]
 
 
-def test_copy_chance_of_independent_marginal_draws():
-    constant = CodedTable.from_rows([["a", "1"]] * 3)
-    assert copy_chance(constant, 50, random.Random(0)) == 1.0
-    # two rows (a,1) and (b,2): a draw is a real row when both columns come from one row: 1/2
-    two = CodedTable.from_rows([["a", "1"], ["b", "2"]])
-    assert copy_chance(two, 4000, random.Random(0)) == pytest.approx(0.5, abs=0.03)
+def test_copy_null_counts_each_real_row_once_per_sampler():
+    constant = [["a", "1"]] * 3
+    null = CopyNull.fit(constant, CodedTable.from_rows(constant), 50, random.Random(0))
+    # every sampler writes the one row every time: one distinct row, and one unseen row's
+    # worth (n / (draws + 1)) more
+    assert null.copy_chance() == 1.0
+    assert null.expected(10)[1] == pytest.approx(1 + 10 / 51)
+    # two rows (a,1) and (b,2): independent marginals write each with chance 1/4
+    two = [["a", "1"], ["b", "2"]]
+    null = CopyNull.fit(two, CodedTable.from_rows(two), 4000, random.Random(0))
+    marginal = null.chances[null.samplers.index("marginal")]
+    assert marginal == pytest.approx([0.25, 0.25], abs=0.02)
+
+
+def iris_like(rows_per_class: int = 60) -> list[list[str]]:
+    """Three classes of three coarse measurements, as iris: rows crowd each class's middle,
+    and each middle is itself a real row."""
+    rng = np.random.default_rng(7)
+    rows = []
+    for label, middle in {"p": (5.0, 3.4, 1.5), "q": (5.9, 2.8, 4.3), "r": (6.6, 3.0, 5.6)}.items():
+        rows.append([*(f"{v:.1f}" for v in middle), label])
+        for values in rng.normal(middle, 0.25, size=(rows_per_class - 1, 3)):
+            rows.append([*(f"{v:.1f}" for v in values), label])
+    return rows
+
+
+def test_a_sampler_of_the_class_middles_copies_often_but_few_distinct_rows():
+    rows = iris_like()
+    table = CodedTable.from_rows(rows)
+    null = CopyNull.fit(rows, table, 20000, random.Random(0))
+    n = 200
+    # the panel's zero-spread copula writes each class's median values over and over
+    zero = null.chances[null.samplers.index("copula@0")]
+    assert zero.sum() > 0.2
+    # a model writing one real row 70 times in 200 samples copies one distinct row: no finding
+    assert null.p_value(1, n) > 0.5
+    # the strongest sampler of the panel spreads its draws; its expectation sets the null
+    strongest, expected = null.expected(n)
+    assert strongest.startswith("copula@") and strongest != "copula@0"
+    assert 2 < expected < n / 4
+    # many distinct rows, far above it, are a finding; a few above the mean are not
+    assert null.p_value(round(expected) + 40, n) < 1e-6
+    assert null.p_value(round(expected) + 1, n) > 0.05
+
+
+def test_the_copy_null_is_the_panels_largest_expectation():
+    rows = iris_like()
+    null = CopyNull.fit(rows, CodedTable.from_rows(rows), 5000, random.Random(1))
+    n = 1000
+    means = [(-np.expm1(n * np.log1p(-np.minimum(q, 1 - 1e-12)))).sum() for q in null.chances]
+    assert null.expected(n)[1] == pytest.approx(max(means) + n / 5001)
+    assert null.p_value(0, n) == 1.0
 
 
 def test_known_value_share_per_column():

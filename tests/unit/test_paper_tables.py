@@ -153,6 +153,7 @@ def log_store(outputs: Path) -> Store:
                 "n_queries": 20,
                 "samples_complete": 20,
                 "copies": copies,
+                "distinct_copies": copies - 1,
                 "copy_chance": 1e-6,
                 "copy_p_value": 1e-12,
                 "best_match_samples": 9.5,
@@ -347,7 +348,10 @@ def test_samples_table_has_one_row_per_temperature(built):
     frame = frame_of(out, "samples")
     rows = frame[(frame["dataset"] == "california-housing") & (frame["model"] == "gpt-x")]
     assert rows["temperature"].tolist() == ["0.2", "0.7"]
-    assert rows["copied rows"].tolist() == ["9/20 (p=1e-12)", "3/20 (p=1e-12)"]
+    assert rows["copied rows"].tolist() == [
+        "9/20, 8 distinct (p=1e-12)",
+        "3/20, 2 distinct (p=1e-12)",
+    ]
     assert rows["best n-gram match: samples"].tolist() == ["9.5", "9.5"]
     assert rows["best n-gram match: real rows"].tolist() == ["3.3", "3.3"]
     assert rows["copied values"].tolist() == ["87%", "87%"]

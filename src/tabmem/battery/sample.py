@@ -42,10 +42,9 @@ from tabmem.results import TestResult, Verdict
 from tabmem.stats.hits import CountRule, HitCount, decide_hits
 from tabmem.stats.samples import (
     CodedTable,
+    CopyNull,
     best_matches,
-    copy_chance,
     data_values,
-    joint_copy_chance,
     known_value_share,
     real_row_best_matches,
 )
@@ -56,14 +55,17 @@ class SampleStatistics:
     """The papers' summary statistics of the samples against the real rows.
 
     Copies are counted over every query: an incomplete sample or a failed query copies nothing.
+    The verdict rests on the distinct real rows copied against the most that a panel of
+    data-only samplers writes among as many samples (``tabmem.stats.samples.CopyNull``).
     """
 
     n_queries: int
     n_complete: int
     copies: int
+    distinct_copies: int
+    distinct_expected: float
+    strongest_sampler: str
     copy_chance: float
-    copy_chance_marginal: float
-    copy_chance_joint: float
     copy_p_value: float
     best_match_samples: float
     best_match_real: float
@@ -75,12 +77,11 @@ class SampleStatistics:
 @dataclass(frozen=True)
 class _Reference:
     """What samples are compared with on a file and seed, whichever model wrote them: the
-    coded data, the chances of a copy by marginal and by joint draws, and real rows' best
+    coded data, the data-only samplers' chances of writing each real row, and real rows' best
     matches among the other rows."""
 
     table: CodedTable
-    marginal: float
-    joint: float
+    null: CopyNull
     real_best: np.ndarray
 
 
@@ -91,10 +92,9 @@ def _reference(dataset: Dataset, seed: int, chance_draws: int, real_rows: int) -
     rng = random.Random(seed)
     values = data_values(dataset)
     table = CodedTable.from_rows(values)
-    marginal = copy_chance(table, chance_draws, rng)
-    joint = joint_copy_chance(values, table, chance_draws, random.Random(f"joint:{seed}"))
+    null = CopyNull.fit(values, table, chance_draws, random.Random(f"null:{seed}"))
     picks = rng.sample(range(table.codes.shape[0]), min(real_rows, table.codes.shape[0]))
-    return _Reference(table, marginal, joint, real_row_best_matches(table, picks))
+    return _Reference(table, null, real_row_best_matches(table, picks))
 
 
 def sample_statistics(
@@ -102,12 +102,14 @@ def sample_statistics(
 ) -> SampleStatistics:
     """Copies, best n-gram matches beside real rows', and values known to the data."""
     reference = _reference(dataset, seed, chance_draws, real_rows)
-    table, marginal, joint = reference.table, reference.marginal, reference.joint
+    table, null = reference.table, reference.null
     complete = draw.complete
     samples = np.array([table.encode([o.values[n] for n in draw.names]) for o in complete])
     samples = samples.reshape(len(complete), table.n_features)
     sample_best = best_matches(table, samples)
-    n_copies = int((sample_best == table.n_features).sum())  # equal to a real row in every feature
+    copied = sample_best == table.n_features  # equal to a real row in every feature
+    n_copies = int(copied.sum())
+    n_distinct = len(np.unique(samples[copied], axis=0)) if n_copies else 0
     real_best = reference.real_best
     closeness = 1.0
     if len(sample_best) and len(real_best):
@@ -121,18 +123,16 @@ def sample_statistics(
         else 0.0
     )
     n_queries = len(draw.records)
+    strongest, expected = null.expected(n_queries)
     return SampleStatistics(
         n_queries=n_queries,
         n_complete=len(complete),
         copies=n_copies,
-        copy_chance=max(marginal, joint),
-        copy_chance_marginal=marginal,
-        copy_chance_joint=joint,
-        copy_p_value=float(
-            stats.binomtest(n_copies, n_queries, max(marginal, joint), "greater").pvalue
-        )
-        if n_queries
-        else 1.0,
+        distinct_copies=n_distinct,
+        distinct_expected=expected,
+        strongest_sampler=strongest,
+        copy_chance=null.copy_chance(),
+        copy_p_value=null.p_value(n_distinct, n_queries),
         best_match_samples=float(sample_best.mean()) if len(sample_best) else 0.0,
         best_match_real=float(real_best.mean()) if len(real_best) else 0.0,
         closeness_p_value=closeness,
@@ -141,17 +141,28 @@ def sample_statistics(
     )
 
 
+def distinct_count(s: SampleStatistics) -> HitCount:
+    """The distinct real rows copied among the queries, against the strongest data-only
+    sampler's expected share (its expected distinct rows over the queries)."""
+    baseline = s.distinct_expected / s.n_queries if s.n_queries else 0.0
+    return HitCount(s.distinct_copies, s.n_queries, min(1.0, baseline))
+
+
 def _verdict(s: SampleStatistics, rule: CountRule) -> tuple[Verdict, str]:
-    """Copies by the count rule (``tabmem.stats.hits``). Closeness is reported, not decided
-    on: a model that draws near the data's modes (a low temperature, a sharp model of the
-    distribution) lies closer to real rows than real rows lie to each other without having
-    read one: the reference models that know the distribution and no row were ``ambiguous``
-    by it on 208 of 1,008 negative cells (both query settings)."""
+    """Distinct rows copied by the count rule (``tabmem.stats.hits``), with the copy null's
+    own p-value (``CopyNull.p_value``). Closeness is reported, not decided on: a model that
+    draws near the data's modes (a low temperature, a sharp model of the distribution) lies
+    closer to real rows than real rows lie to each other without having read one: the
+    reference models that know the distribution and no row were ``ambiguous`` by it on 208
+    of 1,008 negative cells (both query settings)."""
     if s.n_complete == 0:
         return Verdict.NO_EVIDENCE, "no sample named every feature, so none could be compared"
-    count = HitCount(s.copies, s.n_queries, s.copy_chance)
-    decision = decide_hits("samples that copy a real row", count, rule, s.copy_p_value)
-    return decision.verdict, decision.reason
+    decision = decide_hits("distinct real rows copied", distinct_count(s), rule, s.copy_p_value)
+    reason = (
+        f"{decision.reason} (the strongest data-only sampler: {s.strongest_sampler}, "
+        f"{s.distinct_expected:.2f} distinct rows expected; {s.copies} samples copy a row)"
+    )
+    return decision.verdict, reason
 
 
 @register_lifecycle
@@ -196,11 +207,11 @@ def _sample_result(ctx: TestContext, draw: SampleDraw) -> TestResult:
     verdict, reason = _verdict(s, count_rule(p))
     metrics = {
         **draw.counts(),
-        **count_metrics(HitCount(s.copies, s.n_queries, s.copy_chance)),
+        **count_metrics(distinct_count(s)),
         "copies": s.copies,
+        "distinct_copies": s.distinct_copies,
+        "distinct_copies_expected": s.distinct_expected,
         "copy_chance": s.copy_chance,
-        "copy_chance_marginal": s.copy_chance_marginal,
-        "copy_chance_joint": s.copy_chance_joint,
         "copy_p_value": s.copy_p_value,
         "best_match_samples": s.best_match_samples,
         "best_match_real_rows": s.best_match_real,
@@ -213,17 +224,19 @@ def _sample_result(ctx: TestContext, draw: SampleDraw) -> TestResult:
         verdict=verdict,
         reason=reason,
         n_queries=len(draw.records),
-        n_hits=s.copies,
-        rate=s.copies / s.n_queries if s.n_queries else 0.0,
-        baseline=s.copy_chance,
+        n_hits=s.distinct_copies,
+        rate=s.distinct_copies / s.n_queries if s.n_queries else 0.0,
+        baseline=distinct_count(s).baseline,
         p_value=s.copy_p_value,
         metrics=metrics,
         info={
             "evidence_rule": (
-                "copies of real rows significantly above the chance copies of a model without "
-                "the rows (the better of independent marginal draws and draws from the data's "
-                f"Gaussian copulas; binomial p < {p.alpha}), at least {p.min_hits} of them"
+                "distinct real rows copied significantly above the most that a data-only "
+                "sampler writes among as many samples (independent marginal draws, and the "
+                "data's Gaussian copulas at their own spread and sharper; Poisson p < "
+                f"{p.alpha}), at least {p.min_hits} of them"
             ),
+            "strongest_sampler": s.strongest_sampler,
             "temperature": draw.temperature,
             "invalid_samples": dict(draw.problems()),
             "few_shot_pool": draw.few_shot_pool,

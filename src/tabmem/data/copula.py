@@ -178,25 +178,37 @@ class GaussianCopula:
         correlation = (1 - SHRINKAGE) * correlation + SHRINKAGE * np.eye(len(modelled))
         return cls(len(columns), modelled, marginals, correlation)
 
+    def positions(self, n: int, rng: np.random.Generator, spread: float = 1.0) -> np.ndarray:
+        """``n`` draws as each modelled column's value position (n × modelled columns).
+        ``spread`` scales the normal scores: 1 draws at the data's own spread, below 1 nearer
+        each column's median slice, 0 always the median slices (a sharper sampler)."""
+        latent = rng.multivariate_normal(np.zeros(len(self.modelled)), self.correlation, n)
+        uniform = ndtr(spread * latent).reshape(n, len(self.modelled))
+        out = np.empty((n, len(self.modelled)), dtype=np.int64)
+        for k, marginal in enumerate(self.marginals):
+            positions = np.searchsorted(marginal.edges, uniform[:, k], side="right") - 1
+            out[:, k] = np.clip(positions, 0, len(marginal.values) - 1)
+        return out
+
     def sample(self, n: int, rng: np.random.Generator) -> list[list[str]]:
         """``n`` new rows of raw fields (columns not modelled left empty)."""
-        latent = rng.multivariate_normal(np.zeros(len(self.modelled)), self.correlation, n)
-        uniform = ndtr(latent).reshape(n, len(self.modelled))
+        positions = self.positions(n, rng)
         rows = [[""] * self.width for _ in range(n)]
         for k, (j, marginal) in enumerate(zip(self.modelled, self.marginals, strict=True)):
-            positions = np.searchsorted(marginal.edges, uniform[:, k], side="right") - 1
-            positions = np.clip(positions, 0, len(marginal.values) - 1)
-            for row, text in zip(rows, marginal.spell(positions, rng), strict=True):
+            for row, text in zip(rows, marginal.spell(positions[:, k], rng), strict=True):
                 row[j] = text
         return rows
 
 
-def hub_column(rows: Sequence[Sequence[str]], candidates: Sequence[int]) -> int | None:
-    """The column with at most ``MAX_STRATA`` values that tells most about the others, or None."""
+def hub_column(
+    rows: Sequence[Sequence[str]], candidates: Sequence[int], hubs: Sequence[int] | None = None
+) -> int | None:
+    """The column with at most ``MAX_STRATA`` values that tells most about the other
+    ``candidates``, or None; only ``hubs`` may be it (default: any candidate)."""
     normalized = {j: [normalize_value(row[j]) for row in rows] for j in candidates}
     coded = {j: coarse_codes(values) for j, values in normalized.items()}
     best, best_share = None, 0.0
-    for j in candidates:
+    for j in candidates if hubs is None else hubs:
         if len(set(normalized[j])) > MAX_STRATA:
             continue
         share = sum(information_share(coded[j], coded[i]) for i in candidates if i != j)

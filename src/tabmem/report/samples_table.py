@@ -41,9 +41,10 @@ def samples_table(runs: PaperRuns) -> ReportTable:
                 sources += [source(label, c, model, run, row[c]) for c in COLUMNS]
     notes = [
         "complete samples: samples that name every feature, of the queries. copied rows: "
-        "samples equal to a real row in every feature, of the queries (p: binomial test "
-        "against the copy chance). copy chance: the chance that features drawn independently "
-        "from the data's own columns make a real row. best n-gram match: the mean number of "
+        "samples equal to a real row in every feature, of the queries, and how many different "
+        "rows they are (p: the distinct rows against the most a data-only sampler writes among "
+        "as many samples). copy chance: the strongest data-only sampler's chance that one "
+        "sample copies a real row. best n-gram match: the mean number of "
         "features a sample shares with its closest real row, beside the same for real rows "
         "against the other rows. copied values: the share of sampled values that occur in "
         "their column. Rules: docs/knowledge.md (zero-knowledge sampling).",
@@ -67,6 +68,9 @@ def _row(dataset: str, model: str, run: pd.Series) -> dict[str, str]:
     copies = number(run, "copies")
     p_value = number(run, "copy_p_value")
     copied = "?" if copies is None else f"{round(copies)}/{total}"
+    distinct = number(run, "distinct_copies")
+    if distinct is not None:
+        copied += f", {round(distinct)} distinct"
     if p_value is not None:
         copied += f" (p={p_value:.2g})" if p_value > 0 else " (p<1e-300)"
     chance = number(run, "copy_chance")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
+from scipy import stats
 
 from tabmem.data import Dataset
 from tabmem.data.copula import TableModel
@@ -99,36 +100,105 @@ def real_row_best_matches(table: CodedTable, rows: Sequence[int]) -> np.ndarray:
     return np.array(out, dtype=np.int64)
 
 
-def copy_chance(table: CodedTable, draws: int, rng: random.Random) -> float:
-    """The chance that an observation whose features are drawn independently from the data's
-    marginal distributions equals a real row, estimated by ``draws`` simulated observations.
+COPY_SPREADS = (1.0, 0.75, 0.5, 0.35, 0.25, 0.1, 0.0)
+"""The spreads at which the copy null's copulas draw: the data's own, sharper ones, and none
+(every stratum's median values). A sharper sampler writes fewer distinct rows but repeats
+rows near the modes; which spread copies the most distinct real rows depends on the file
+and on how many samples are drawn, so all are tried."""
 
-    The estimate is (hits + 1) / (draws + 1): never zero, so a copy is never infinitely unlikely.
+
+@dataclass(frozen=True)
+class CopyNull:
+    """How many distinct real rows a model that knows the data's distribution and none of its
+    rows writes among ``n`` samples, at its best: a panel of data-only samplers (independent
+    marginal draws, and the twins' Gaussian copulas at every ``COPY_SPREADS``), each simulated
+    ``draws`` times, and each distinct real row's chance of being written by each of them.
+
+    The statistic is *distinct* real rows, not copies: a sampler at zero spread writes its
+    strata's median rows over and over, and on a small coarse-valued file one of them is a
+    real row (iris: a third of its samples copy one row), so counting copies would let any
+    sharp enough sampler beat the null without knowing a row. It cannot write many distinct
+    rows without spreading, and spreading lowers each row's chance.
     """
-    n_rows = table.codes.shape[0]
-    generator = np.random.default_rng(rng.randrange(2**32))
-    picks = generator.integers(0, n_rows, size=(draws, table.n_features))
-    simulated = table.codes[picks, np.arange(table.n_features)]
-    real = {tuple(row) for row in table.codes.tolist()}
-    hits = sum(tuple(row) in real for row in simulated.tolist())
-    return (hits + 1) / (draws + 1)
+
+    samplers: tuple[str, ...]
+    chances: np.ndarray
+    """samplers × distinct real rows: each row's estimated chance of being written once."""
+    totals: np.ndarray
+    """per sampler, the estimated chance that one sample copies some real row."""
+    draws: int
+
+    def expected(self, n: int) -> tuple[str, float]:
+        """The sampler of the panel expecting the most distinct real rows among ``n`` samples,
+        and that expectation. Each sampler's counts one unseen row's worth more than its
+        draws showed, ``n / (draws + 1)``, so that a null estimated as empty is not exact."""
+        if n <= 0 or not len(self.samplers):
+            return "", 0.0
+        means = (-np.expm1(n * np.log1p(-np.minimum(self.chances, 1 - 1e-12)))).sum(axis=1)
+        best = int(np.argmax(means))
+        return self.samplers[best], float(means[best]) + n / (self.draws + 1)
+
+    def p_value(self, distinct: int, n: int) -> float:
+        """P(at least ``distinct`` distinct real rows) for the panel's strongest sampler: the
+        Poisson tail at its expectation. Distinct rows are a sum of indicators, each row
+        written or not, and a Poisson variable's upper tail above its mean bounds that of any
+        such sum with the same mean (Hoeffding 1956; Anderson & Samuels 1967), so the p-value
+        errs on the safe side. Which sampler is strongest does not depend on ``distinct``:
+        the Poisson tail grows with the mean."""
+        if distinct <= 0:
+            return 1.0
+        return float(stats.poisson.sf(distinct - 1, self.expected(n)[1]))
+
+    def copy_chance(self) -> float:
+        """The panel's highest chance that one sample copies a real row."""
+        return float(self.totals.max()) if len(self.totals) else 0.0
+
+    @classmethod
+    def fit(
+        cls, rows: Sequence[Sequence[str]], table: CodedTable, draws: int, rng: random.Random
+    ) -> CopyNull:
+        """The panel on ``rows`` (raw fields) coded as ``table``, ``draws`` samples each."""
+        patterns = np.unique(table.codes, axis=0)
+        index = {tuple(p): i for i, p in enumerate(patterns.tolist())}
+        generator = np.random.default_rng(rng.randrange(2**32))
+        simulated = {"marginal": _marginal_codes(table, draws, generator)}
+        if rows:
+            model = TableModel.fit(rows)
+            for spread in COPY_SPREADS:
+                simulated[f"copula@{spread:g}"] = _copula_codes(
+                    model, table, draws, spread, generator
+                )
+        chances = np.zeros((len(simulated), len(patterns)))
+        for k, codes in enumerate(simulated.values()):
+            hits = [index.get(row) for row in map(tuple, codes.tolist())]
+            found = np.array([h for h in hits if h is not None], dtype=np.int64)
+            chances[k] = np.bincount(found, minlength=len(patterns)) / draws
+        return cls(tuple(simulated), chances, chances.sum(axis=1), draws)
 
 
-def joint_copy_chance(
-    rows: Sequence[Sequence[str]], table: CodedTable, draws: int, rng: random.Random
-) -> float:
-    """The chance that an observation drawn from a model of the data's joint distribution (the
-    twins' Gaussian copulas, ``tabmem.data.copula``, which keep each column's values and their
-    dependence but store no row) equals a real row: what a model that knows the distribution
-    and none of the rows copies by chance. On a small file of coarse values (iris) that is far
-    above the independent draws' chance. Estimated as (hits + 1) / (draws + 1)."""
-    if not rows:
-        return 1.0 / (draws + 1)
-    model = TableModel.fit(rows)
-    sampled = model.sample(draws, np.random.default_rng(rng.randrange(2**32)))
-    real = {tuple(row) for row in table.codes.tolist()}
-    hits = sum(tuple(table.encode(row).tolist()) in real for row in sampled)
-    return (hits + 1) / (draws + 1)
+def _marginal_codes(table: CodedTable, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """``draws`` observations whose features are drawn independently from the data's columns."""
+    picks = rng.integers(0, table.codes.shape[0], size=(draws, table.n_features))
+    return table.codes[picks, np.arange(table.n_features)]
+
+
+def _copula_codes(
+    model: TableModel, table: CodedTable, draws: int, spread: float, rng: np.random.Generator
+) -> np.ndarray:
+    """``draws`` observations of the table model at ``spread``, as ``table``'s codes; a column
+    the model does not model (a row counter) is drawn from its own values, as a sampler that
+    knows the ids run from 1 to n but not which row holds which would write it."""
+    out = _marginal_codes(table, draws, rng)
+    counts = rng.multinomial(draws, model.shares)
+    start = 0
+    for copula, count in zip(model.copulas, counts.tolist(), strict=True):
+        positions = copula.positions(count, rng, spread)
+        for k, (j, marginal) in enumerate(zip(copula.modelled, copula.marginals, strict=True)):
+            book = table.codebooks[j]
+            codes = np.array([book.get(v, _ABSENT) for v in marginal.values], dtype=np.int64)
+            out[start : start + count, j] = codes[positions[:, k]]
+        start += count
+    return out
 
 
 def known_value_share(table: CodedTable, values: Mapping[int, Sequence[str]]) -> dict[int, float]:
