@@ -106,10 +106,12 @@ class CellResult:
     @classmethod
     def from_dataset_verdict(cls, found: DatasetOutcome, tracking_uri: str) -> CellResult:
         """A dataset verdict (``tabmem.report.dataset_verdicts``) as a result row: test
-        ``dataset``, scope ``dataset``, the combined p-value and the tests it combined."""
+        ``dataset``, scope ``dataset``, the combined p-value, the tests it combined and its grid
+        q-value (metric ``q_value``)."""
         verdict = found.verdict
         cell = found.cell
-        tests = [*verdict.combined, *verdict.by_rule]
+        tests = verdict.combined
+        q = {} if found.q_value is None else {"q_value": found.q_value}
         return cls(
             **cell.tags(),
             status=found.status,
@@ -118,7 +120,7 @@ class CellResult:
             n_queries=len(tests),
             n_hits=len(verdict.carried_by),
             p_value=verdict.p_value,
-            metrics={f"p_value.{t.test}": float(t.p_value) for t in verdict.combined},
+            metrics={**{f"p_value.{t.test}": float(t.p_value) for t in tests}, **q},
             run_id=found.run_id,
             tracking_uri=tracking_uri,
             scope="dataset",

@@ -116,4 +116,11 @@ def test_one_dataset_verdict_per_model_combines_the_suite(runs):
         assert tags["verdict"] == expected, tags["reason"]
         assert (metrics["p_value"] < 0.001) == (expected == "evidence")
         assert run.data.params["model.name"] == model
+        assert metrics["q_family"] == len(MODELS)  # the grid's verdicts, one q each
+        assert metrics["p_value"] <= metrics["q_value"] <= len(MODELS) * metrics["p_value"]
+        assert "false discovery rate" in tags["q_value_controls"]
+        assert (
+            metrics["p_value.header"] == by_cell[(model, dataset, "header")].data.metrics["p_value"]
+        )  # the header enters the combination by its p-value
     assert "tabmem dataset verdicts" in stdout
+    assert "grid q" in stdout and "Benjamini-Hochberg" in stdout

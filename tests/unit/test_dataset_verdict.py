@@ -3,18 +3,22 @@ a grid's outcomes into one verdict per model × file."""
 
 from __future__ import annotations
 
+import io
 import math
 
 import numpy as np
 import pytest
+from rich.console import Console
 
 from tabmem.jobs import CellOutcome
 from tabmem.report.dataset_verdicts import combine_outcomes, dataset_outcomes, rule_of
+from tabmem.report.summary import print_summary
 from tabmem.results import Verdict
 from tabmem.stats.combine import (
     P_CEILING,
     DatasetRule,
     TestOutcome,
+    benjamini_hochberg,
     cauchy_combination,
     decide_dataset,
     holm_adjusted,
@@ -95,9 +99,32 @@ def test_evidence_names_the_tests_that_carry_it():
 
 
 def test_joint_evidence_without_a_single_carrier_says_so():
-    verdict = decide_dataset([TestOutcome(t, "ambiguous", 6e-4) for t in "abc"], RULE)
+    verdict = decide_dataset([TestOutcome(t, "evidence", 6e-4) for t in "abc"], RULE)
     assert verdict.verdict == Verdict.EVIDENCE and verdict.carried_by == []
     assert "carried jointly" in verdict.reason
+
+
+def test_an_ambiguous_test_enters_at_alpha_not_at_its_own_p():
+    # an effect guard failed, or too few hits: the test said ambiguous at p = 5e-4
+    tests = [TestOutcome("min_k_prob", "ambiguous", 5e-4)]
+    tests += [TestOutcome(f"t{i}", "no_evidence", 0.5) for i in range(9)]
+    rule = DatasetRule()
+    verdict = decide_dataset(tests, rule)
+    assert verdict.verdict != Verdict.EVIDENCE, verdict.reason
+    assert cauchy_combination([5e-4] + [0.5] * 9) < rule.alpha  # its raw p alone would be
+    assert verdict.entered["min_k_prob"] == rule.alpha
+    assert verdict.combined[0].p_value == 5e-4  # the record keeps its own p beside it
+    assert "min_k_prob p=0.01 (own p=0.0005, ambiguous)" in verdict.reason
+    assert verdict.carried_by == []
+
+
+def test_a_no_evidence_test_enters_at_weak_alpha_and_evidence_as_it_is():
+    verdict = decide_dataset(
+        [TestOutcome("a", "no_evidence", 0.003), TestOutcome("b", "evidence", 2e-4)], RULE
+    )
+    assert verdict.entered == {"a": RULE.weak_alpha, "b": 2e-4}
+    assert verdict.holm == pytest.approx({"a": RULE.weak_alpha, "b": 4e-4})
+    assert verdict.carried_by == ["b"]
 
 
 def test_ambiguous_and_no_evidence_thresholds():
@@ -107,13 +134,39 @@ def test_ambiguous_and_no_evidence_thresholds():
     assert none.verdict == Verdict.NO_EVIDENCE
 
 
-def test_a_rule_test_without_p_value_stands_beside_the_combination():
-    header = TestOutcome("header", "evidence", None, "h")
+def test_the_header_enters_by_its_p_value_like_every_test():
+    # a header rule's evidence from one split of four on iris (whole-row baseline 0.02)
+    header = TestOutcome("header", "evidence", 0.078, "h")
     verdict = decide_dataset([header, TestOutcome("row_completion", "no_evidence", 0.4)], RULE)
-    assert verdict.verdict == Verdict.EVIDENCE and verdict.carried_by == ["header"]
-    assert verdict.p_value == pytest.approx(0.4, rel=1e-6)
-    quiet = decide_dataset([TestOutcome("header", "ambiguous", None)], RULE)
-    assert quiet.verdict == Verdict.AMBIGUOUS and quiet.p_value is None
+    assert verdict.verdict == Verdict.NO_EVIDENCE and verdict.carried_by == []
+    assert [t.test for t in verdict.combined] == ["header", "row_completion"]
+
+
+def test_a_decided_test_without_a_p_value_is_left_out_with_the_reason():
+    old_header = TestOutcome("header", "evidence", None, "h")
+    verdict = decide_dataset([old_header, TestOutcome("row_completion", "no_evidence", 0.4)], RULE)
+    assert verdict.verdict == Verdict.NO_EVIDENCE
+    assert "without a p-value" in verdict.left_out["header"]
+    alone = decide_dataset([old_header], RULE)
+    assert alone.verdict == Verdict.NOT_APPLICABLE and "without a p-value" in alone.reason
+
+
+def test_benjamini_hochberg_q_values_in_the_order_given():
+    q = benjamini_hochberg([0.01, 0.04, None, 0.03, 0.5])
+    assert q[2] is None  # no p-value: not one of the hypotheses
+    assert q == [pytest.approx(0.04), pytest.approx(0.16 / 3), None, pytest.approx(0.16 / 3), 0.5]
+    assert benjamini_hochberg([0.9, 0.95]) == [0.95, 0.95]
+
+
+def test_bh_over_a_grid_of_null_verdicts_keeps_the_family_rate_that_alpha_alone_does_not():
+    """8 independent null verdicts at alpha 0.01: some p < 0.01 in about 8 % of grids, some
+    q < 0.01 in about 1 % (all nulls: the false discovery rate is the family-wise rate)."""
+    rng = np.random.default_rng(1)
+    grids = rng.uniform(size=(20_000, 8))
+    raw = np.mean([(row < 0.01).any() for row in grids])
+    bh = np.mean([min(benjamini_hochberg(list(row))) < 0.01 for row in grids])
+    assert 0.07 < raw < 0.09
+    assert 0.007 < bh < 0.013
 
 
 def test_nothing_decided_is_not_applicable_with_the_reasons():
@@ -171,6 +224,26 @@ def test_without_a_store_nothing_is_logged():
     assert [(o.model, o.dataset, o.run_id, o.verdict.verdict) for o in found] == [
         ("m", "iris", "", Verdict.EVIDENCE)
     ]
+
+
+def test_the_summary_shows_each_verdicts_grid_q_and_what_it_controls(tmp_path):
+    outcomes = [
+        _outcome("row_completion", "g1", "evidence", 1e-6),
+        _outcome("first_token", "g1", p=0.5),
+        _outcome("row_completion", "g2", "no_evidence", 0.2, dataset="wine"),
+        _outcome("first_token", "g2", p=0.5, dataset="wine"),
+    ]
+    for i, outcome in enumerate(outcomes):
+        outcome.write(tmp_path / str(i))
+    found = dataset_outcomes(outcomes, RULE)
+    assert [o.q_family for o in found] == [2, 2]
+    assert found[0].q_value == pytest.approx(2 * found[0].verdict.p_value)
+    console = Console(width=300, record=True, file=io.StringIO())
+    print_summary(tmp_path, "sqlite:///x.db", "e", console, verdicts=found)
+    text = console.export_text()
+    assert "grid q" in text and f"{found[0].q_value:.2g}" in text
+    assert "Benjamini-Hochberg over the 2 dataset verdicts" in text
+    assert "false discovery rate among them at 0.001" in text
 
 
 def test_rule_from_config_and_defaults():

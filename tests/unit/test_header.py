@@ -136,13 +136,20 @@ def test_a_file_too_short_for_the_rule_is_not_applicable_with_the_reason():
     assert result.verdict is Verdict.NOT_APPLICABLE and result.n_queries == 0
     assert "3 data rows" in result.reason and "2 whole rows" in result.reason
     assert result.info["skipped_split_rows"] == [4, 6, 8]
-    paper = run(True, text=SHORT, rule="paper")  # one row after the cut is enough there
-    assert paper.verdict is Verdict.EVIDENCE and paper.n_queries == 1
+    paper = run(True, text=SHORT, rule="paper")  # one row after the cut is the rule's there
+    assert paper.n_queries == 1 and paper.info["verdict_paper"] == "evidence"
+    # ... but one split of a three-row file is what the best data-only guess writes a third
+    # of the time: the cell says what its p-value allows
+    assert paper.p_value == pytest.approx(1 / 3)
+    assert paper.verdict is Verdict.AMBIGUOUS and "not below alpha=0.01" in paper.reason
 
 
 def test_a_file_that_reaches_the_rule_on_one_split_is_asked():
     text = SHORT + "10,11,12\n"  # split row 2 now leaves rows 3 and 4
-    assert run(True, text=text).verdict is Verdict.EVIDENCE
+    asked = run(True, text=text)
+    assert asked.n_queries == 2 and asked.info["verdict_strict"] == "evidence"
+    # one of two split rows hit, each a 1-in-4 guess for a model without the rows
+    assert asked.verdict is Verdict.AMBIGUOUS and asked.p_value == pytest.approx(1 - 0.75**2)
     assert run(False, text=text).verdict is Verdict.NO_EVIDENCE
 
 
@@ -170,3 +177,34 @@ def test_stopping_on_divergence_keeps_the_scores():
         assert [r.score for r in stopped.records] == [r.score for r in whole.records]
         assert stopped.verdict == whole.verdict
         assert all(r.completion.endswith("9,9,nobody\n") for r in stopped.records)
+
+
+def test_the_p_value_is_the_binomial_tail_of_split_rows_at_the_whole_row_baseline():
+    # TEXT's 20 rows are distinct: the best data-only guess (the mode row) is right on 1 in 20
+    good = run(True)
+    assert good.baseline == pytest.approx(1 / 20)
+    assert (good.metrics["split_rows_hit"], good.metrics["split_rows_asked"]) == (4, 4)
+    assert good.p_value == pytest.approx(0.05**4)
+    assert "4 of 4 split rows" in good.reason and "p=6.25e-06" in good.reason
+    one = run(True, split_rows=[2, 11, 12])  # n_rows 12: only split 2 leaves 2 rows after
+    assert (one.metrics["split_rows_hit"], one.metrics["split_rows_asked"]) == (1, 3)
+    assert one.p_value == pytest.approx(1 - 0.95**3)
+    assert run(False).p_value == 1.0
+    assert run(True, rows=1).p_value == 1.0  # strict: one row after the cut is not its hit
+    assert run(True, rows=1, rule="paper").p_value == pytest.approx(0.05**4)
+
+
+def test_answers_at_one_split_row_are_one_chance_not_several():
+    # the same rows asked four times: a guess right once is right four times
+    result = run(True, split_rows=[2, 2, 2, 2])
+    assert result.n_queries == 4 and result.n_hits == 4
+    assert (result.metrics["split_rows_hit"], result.metrics["split_rows_asked"]) == (1, 1)
+    assert result.p_value == pytest.approx(0.05)
+
+
+def test_a_file_of_one_repeated_row_gives_the_rule_no_p_value_below_one():
+    text = "a,b\n" + "1,x\n" * 20  # a model without the rows writes them all
+    result = run(True, text=text)
+    assert result.info["verdict_strict"] == "evidence"  # the named rule reports what it saw
+    assert result.baseline == 1.0 and result.p_value == 1.0
+    assert result.verdict is Verdict.AMBIGUOUS  # but it is no evidence of rows seen

@@ -11,7 +11,7 @@ from tabmem.cell import Cell
 from tabmem.jobs import CellOutcome
 from tabmem.report.dataset_verdicts import dataset_outcomes
 from tabmem.report.page import load_matrix, render, ui_url_for, write_page
-from tabmem.stats.combine import DatasetRule
+from tabmem.stats.combine import DatasetRule, benjamini_hochberg
 from tabmem.tracking.store import TrackingStore
 
 UI = "http://ui.example:5000"
@@ -37,7 +37,17 @@ def store_uri(tmp_path):
     the memorizer's header on iris again, perturbed."""
     a = TrackingStore.at(tmp_path, "a")
     memorized = [
-        _log(a, "memorizer", "iris", "header", "evidence", n_hits=4, n_queries=4),
+        _log(
+            a,
+            "memorizer",
+            "iris",
+            "header",
+            "evidence",
+            n_hits=4,
+            n_queries=4,
+            baseline=0.02,
+            p_value=1.6e-7,
+        ),
         _log(
             a,
             "memorizer",
@@ -97,7 +107,7 @@ def test_each_model_and_dataset_shows_its_dataset_verdict_else_its_tests(store_u
     assert verdict.url == f"{UI}/#/experiments/{ids['a']}/runs/{verdict_run}"
     assert "carried by row_completion" in verdict.title
     assert "row_completion: evidence, hits 25/25, baseline 0.02, p = 3e-43" in verdict.title
-    assert "header: evidence, hits 4/4, baseline -, p = -" in verdict.title
+    assert "header: evidence, hits 4/4, baseline 0.02, p = 1.6e-07" in verdict.title
     assert verdict.label == "✓ evidence"
 
     null = main["null", "wine", "a", "row_completion"]
@@ -154,3 +164,42 @@ def test_marks_link_to_a_tracking_servers_own_ui_else_to_make_uis():
     assert ui_url_for("http://mlflow.example:5000/") == "http://mlflow.example:5000"
     assert ui_url_for("https://mlflow.example") == "https://mlflow.example"
     assert ui_url_for("sqlite:////tmp/outputs/mlflow.db") == "http://127.0.0.1:5000"
+
+
+def test_a_grids_dataset_verdicts_carry_their_q_value_in_mlflow_and_on_the_page(tmp_path):
+    """Three model × dataset verdicts of one grid: each run's metric ``q_value`` is its
+    Benjamini-Hochberg q over the three, the page shows it beside the combined p and says
+    which error rate it controls; a test whose ambiguous verdict raised its p says so."""
+    store = TrackingStore.at(tmp_path, "grid")
+    outcomes = []
+    for model, p_rows, verdict, p_header, header in (
+        ("memorizer", 1e-6, "evidence", 1e-4, "evidence"),
+        ("guesser", 0.004, "ambiguous", 0.5, "no_evidence"),  # p < 0.01 from too few hits
+        ("null", 0.3, "no_evidence", 0.6, "no_evidence"),
+    ):
+        outcomes.append(_log(store, model, "iris", "row_completion", verdict, p_value=p_rows))
+        outcomes.append(_log(store, model, "iris", "header", header, p_value=p_header))
+    found = {o.model: o for o in dataset_outcomes(outcomes, DatasetRule(), store)}
+    p = [found[m].verdict.p_value for m in ("memorizer", "guesser", "null")]
+    assert p[0] < 1e-4 and p[1] > 0.01  # the guesser's 0.004 entered at alpha = 0.01
+    runs = {m: store.client.get_run(o.run_id).data for m, o in found.items()}
+    logged = [runs[m].metrics["q_value"] for m in ("memorizer", "guesser", "null")]
+    assert logged == pytest.approx(benjamini_hochberg(p))
+    assert logged[0] == pytest.approx(3 * p[0])  # the smallest of three: 3 p
+    assert {run.metrics["q_family"] for run in runs.values()} == {3}
+    guesser = runs["guesser"]
+    assert guesser.metrics["p_value.row_completion"] == 0.004
+    assert guesser.metrics["entered_p.row_completion"] == 0.01
+    assert "false discovery rate" in guesser.tags["q_value_controls"]
+
+    matrix = load_matrix(store.uri, ui_url=UI)
+    titles = {m.model: m.title for m in matrix.marks if m.test == "dataset"}
+    assert f"grid q = {logged[0]:.2g}" in titles["memorizer"]
+    assert "row_completion: ambiguous" in titles["guesser"]
+    assert "entered as p = 0.01" in titles["guesser"]
+    assert "entered as" not in titles["memorizer"]
+    page = render(matrix, store.uri)
+    assert (
+        "Experiment grid: grid q: Benjamini-Hochberg over the 3 dataset verdicts with a p-value; "
+        "evidence where q &lt; 0.01 keeps the false discovery rate among them at 0.01"
+    ) in page

@@ -14,6 +14,17 @@ Generation stops at the end of the line on which the answer first differs from t
 Two named rules decide: ``paper`` (Bordt et al.: one whole row after the cut row is
 evidence) and ``strict`` (the default: two rows, one row is ambiguous). Both verdicts and
 the splits that reach one and two rows are reported whichever rule is chosen.
+
+The p-value (what the dataset verdict combines) has a stated null: a model without the rows
+writes a given whole row after the cut at most at the rate the best data-only guess writes
+whole rows of this file (row completion's baseline, ``file_row_baseline``: the mode row, the
+previous row, marginal draws; at least 1 / rows). A split's hit (the rule's whole rows after
+the cut) needs its last row, which no earlier split asks for, so under the null the split rows
+that hit are at most Binomial(split rows asked, rate) and the p-value is its upper tail. Answers
+at the same split row (recorded answers can repeat one) ask about the same rows and count as
+one split row: a hit there if any of them hits. The null assumes the file's first rows are like
+its other rows; a file sorted into blocks (iris, by class) lets a model that knows the order
+guess a block's frequent rows more often than the file's rate.
 """
 
 from __future__ import annotations
@@ -40,6 +51,8 @@ from tabmem.llm.base import GenerationParams, Request
 from tabmem.llm.stopping import StopRule
 from tabmem.prompts.fewshot import chat_messages, few_shot_datasets, fit_to_context
 from tabmem.results import QueryRecord, TestResult, Verdict
+from tabmem.stats.baselines import ExactRowBaseline, file_row_baseline
+from tabmem.stats.hits import HitCount
 from tabmem.stats.scoring import strip_code_fence, verbatim_match
 
 
@@ -50,6 +63,7 @@ class HeaderSettings(TestSettings):
     split_rows: list[int]
     n_rows: int
     rule: str
+    alpha: float
     few_shot: int
     few_shot_row: int | None
     stop_on_divergence: bool
@@ -109,6 +123,23 @@ def _verdict(best_rows: int, needed: int) -> tuple[Verdict, str]:
     return Verdict.NO_EVIDENCE, "the model reproduced no whole row after the cut"
 
 
+def split_row_hits(records: Sequence[QueryRecord], needed: int) -> dict[int, bool]:
+    """Per split row asked, whether an answer there wrote ``needed`` whole rows after the cut.
+    Answers at one split row ask about the same rows, so they are one chance, not several."""
+    hits: dict[int, bool] = {}
+    for r in records:
+        row = int(r.extra["split_row"])
+        hits[row] = hits.get(row, False) or int(r.extra["verbatim_rows"]) >= needed
+    return hits
+
+
+def whole_row_count(records: Sequence[QueryRecord], needed: int, rate: float) -> HitCount:
+    """The split rows that hit against the whole-row rate of a model without the rows: its
+    ``p_value`` is the upper tail of Binomial(split rows, rate)."""
+    hits = split_row_hits(records, needed)
+    return HitCount(sum(hits.values()), len(hits), rate)
+
+
 def rows_after_cut(rows: int) -> int:
     """Whole rows reproduced beyond the cut one: finishing the cut row needs only knowledge
     of legal values (the rest of a category name), so it is not counted."""
@@ -127,11 +158,13 @@ class HeaderQuery:
 
 @dataclass(frozen=True)
 class HeaderFacts:
-    """The rule's name and the rows it needs; the split rows the file is too short for."""
+    """The rule's name and the rows it needs; the split rows the file is too short for; the
+    file's whole-row baseline (the null's rate)."""
 
     rule: str
     needed: int
     short_rows: tuple[int, ...]
+    baseline: ExactRowBaseline
 
 
 @register_lifecycle
@@ -187,7 +220,7 @@ class Header(Rescorable[HeaderQuery, HeaderFacts]):
                 f"{needed} whole rows after the cut that the {rule} rule needs for evidence",
                 info={"skipped_split_rows": list(short), "rule": rule},
             )
-        return HeaderFacts(rule, needed, short)
+        return HeaderFacts(rule, needed, short, file_row_baseline(ctx.dataset, ctx.seed))
 
     def word(
         self, ctx: TestContext, queries: Sequence[HeaderQuery], facts: HeaderFacts
@@ -290,11 +323,24 @@ class Header(Rescorable[HeaderQuery, HeaderFacts]):
         records: Sequence[QueryRecord],
         context: dict[str, Any],
     ) -> TestResult:
-        """The best split's whole rows after the cut against the rule; both rules reported."""
-        rule, needed = facts.rule, facts.needed
+        """The best split's whole rows after the cut against the rule, both rules reported; the
+        p-value of the split rows that hit against the file's whole-row baseline."""
+        rule, needed, baseline = facts.rule, facts.needed, facts.baseline
         best_rows = max(int(r.extra["verbatim_rows"]) for r in records)
         best_chars = max(int(r.extra["verbatim_chars"]) for r in records)
         verdict, reason = _verdict(best_rows, needed)
+        count = whole_row_count(records, needed, baseline.rate)
+        reason += (
+            f"; p={count.p_value:.3g}: {count.hits} of {count.n} split rows reached {needed} "
+            f"whole rows, against a whole-row baseline of {baseline.rate:.3g} (the best "
+            "data-only guess of a row of this file)"
+        )
+        alpha = ctx.params.alpha
+        if verdict == Verdict.EVIDENCE and count.p_value >= alpha:
+            # The rule's rows are what a model without the rows could write on this file
+            # often enough (a small file of repeated rows): the cell says what its p allows.
+            verdict = Verdict.AMBIGUOUS
+            reason += f", not below alpha={alpha:g}, so the rule's rows are not evidence here"
         reaching = {k: sum(r.extra["verbatim_rows"] >= k for r in records) for k in (1, 2)}
         verdicts = {name: _verdict(best_rows, rows)[0].value for name, rows in RULES.items()}
         hits = sum(1 for r in records if r.extra["verbatim_rows"] >= needed)
@@ -307,7 +353,14 @@ class Header(Rescorable[HeaderQuery, HeaderFacts]):
             n_queries=len(records),
             n_hits=hits,
             rate=hits / len(records),
+            baseline=baseline.rate,
+            p_value=count.p_value,
             metrics={
+                "split_rows_asked": count.n,
+                "split_rows_hit": count.hits,
+                "baseline_mode_row": baseline.mode_row,
+                "baseline_repeat_previous": baseline.repeat_previous,
+                "baseline_marginal_product": baseline.marginal_product,
                 "best_verbatim_rows": best_rows,
                 "best_verbatim_chars": best_chars,
                 "splits_reaching_1_row": reaching[1],
@@ -322,6 +375,11 @@ class Header(Rescorable[HeaderQuery, HeaderFacts]):
                     "row verbatim"
                 ),
                 "rule": rule,
+                "null": (
+                    "a model without the rows writes a given whole row after the cut at most at "
+                    "the file's whole-row baseline rate (mode row, previous row, marginal "
+                    "draws); split rows that hit <= Binomial(split rows asked, rate)"
+                ),
                 **{f"verdict_{name}": v for name, v in verdicts.items()},
                 "few_shot_datasets": context.get("few_shot_datasets", []),
                 "prompt_form": ctx.prompt_form,

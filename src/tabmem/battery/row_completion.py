@@ -35,12 +35,12 @@ from tabmem.data import Dataset
 from tabmem.llm.base import Response
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.answers import first_csv_row, row_matches
-from tabmem.stats.baselines import ExactRowBaseline, exact_row_baseline
+from tabmem.stats.baselines import ExactRowBaseline, file_row_baseline
 from tabmem.stats.hits import HitCount, decide_hits, unreachable_reason
 from tabmem.stats.independence import RowOrder
 from tabmem.stats.pvalues import wilcoxon_greater
 from tabmem.stats.scoring import levenshtein_similarity
-from tabmem.stats.uniqueness import duplicate_row_fraction, text_columns
+from tabmem.stats.uniqueness import duplicate_row_fraction
 from tabmem.stats.verdicts import decide, strongest
 
 
@@ -136,8 +136,7 @@ class RowCompletion(WindowTest[RowFacts]):
         short = too_short_reason(ctx.dataset, p)
         if short:
             return TestResult.not_applicable(self.name, short)
-        columns = list(text_columns(ctx.dataset).values())
-        baseline = exact_row_baseline(ctx.dataset.rows, columns, seed=ctx.seed)
+        baseline = file_row_baseline(ctx.dataset, ctx.seed)
         order = row_order(ctx)
         no_power = unreachable_reason(len(queries), baseline.rate, count_rule(p), "the next row")
         if no_power and order.ordered:

@@ -4,10 +4,13 @@ Every finished (or already finished, so skipped) test of rows seen of the same m
 transform and seed joins one dataset verdict where a run or sweep ran two or more of them
 (``tabmem.stats.combine``); a single test is its own answer. Each verdict is logged
 as its own MLflow run in the grid's experiment, tagged ``scope: dataset`` and ``test: dataset``,
-with the combined p-value as metric ``p_value``, each combined test's verdict, p-value and
-Holm-adjusted p-value, and the ids of the runs it combined; the same combination of runs is
-logged once (a re-run of a finished grid reuses it). The summary at the end of a run prints
-them, the Python API returns them, and the paper overview shows them as its main mark.
+with the combined p-value as metric ``p_value``, its grid q-value as ``q_value`` (Benjamini-
+Hochberg over the verdicts the run or sweep formed, ``q_family`` of them), each combined test's
+verdict, own p-value, the p-value it entered with and its Holm-adjusted p-value, and the ids of
+the runs it combined; the same combination of runs is logged once (a re-run of a finished grid
+reuses it, with the q-value it was logged with). The summary at the end of a run prints them
+with their q-values, the Python API returns them, and the paper overview shows them as its main
+mark.
 """
 
 from __future__ import annotations
@@ -22,7 +25,14 @@ from rich.table import Table
 from tabmem.cell import Cell, config_hash
 from tabmem.jobs import CellOutcome
 from tabmem.results import Verdict
-from tabmem.stats.combine import DatasetRule, DatasetVerdict, TestOutcome, decide_dataset
+from tabmem.stats.combine import (
+    DatasetRule,
+    DatasetVerdict,
+    TestOutcome,
+    benjamini_hochberg,
+    decide_dataset,
+    grid_q_sentence,
+)
 from tabmem.tracking.naming import run_description, run_title
 from tabmem.tracking.store import TrackingStore
 
@@ -41,7 +51,8 @@ VERDICT_STYLE = {
 
 @dataclass
 class DatasetOutcome:
-    """The dataset verdict of one model × file × transform × seed, and its MLflow run."""
+    """The dataset verdict of one model × file × transform × seed, its MLflow run, and its
+    q-value over the grid's dataset verdicts (``q_family`` of them; None without a p-value)."""
 
     model: str
     dataset: str
@@ -50,6 +61,8 @@ class DatasetOutcome:
     verdict: DatasetVerdict
     run_id: str = ""
     status: str = "finished"  # skipped: the same runs were combined before, into run_id
+    q_value: float | None = None
+    q_family: int = 0
 
     @property
     def cell(self) -> Cell:
@@ -129,10 +142,21 @@ def logged(
     rule: DatasetRule,
     store: TrackingStore | None,
 ) -> list[DatasetOutcome]:
-    """Dataset verdicts as ``combine_outcomes`` gives them, logged to ``store`` if given."""
+    """Dataset verdicts as ``combine_outcomes`` gives them, each with its q-value over all of
+    them (``benjamini_hochberg``), logged to ``store`` if given."""
+    q_values = benjamini_hochberg([verdict.p_value for _, verdict in combined])
+    family = sum(q is not None for q in q_values)
     found = []
-    for first, verdict in combined:
-        outcome = DatasetOutcome(first.model, first.dataset, first.transform, first.seed, verdict)
+    for (first, verdict), q in zip(combined, q_values, strict=True):
+        outcome = DatasetOutcome(
+            first.model,
+            first.dataset,
+            first.transform,
+            first.seed,
+            verdict,
+            q_value=q,
+            q_family=family,
+        )
         if store is not None:
             log_dataset_verdict(store, outcome, first.group, rule)
         found.append(outcome)
@@ -144,10 +168,11 @@ def log_dataset_verdict(
 ) -> None:
     """Write one dataset verdict as a FINISHED run (or find the run that already holds it)."""
     verdict = outcome.verdict
-    tests = [*verdict.combined, *verdict.by_rule]
+    tests = verdict.combined
     identity = {
         "group": group,
         "runs": sorted(f"{t.test}={t.run_id}" for t in tests),
+        "entered_p": verdict.entered,  # what the combination read from those runs
         "left_out": sorted(verdict.left_out),
         "alpha": rule.alpha,
         "weak_alpha": rule.weak_alpha,
@@ -157,6 +182,7 @@ def log_dataset_verdict(
     if existing:
         outcome.run_id, outcome.status = existing, "skipped"
         return
+    controls = grid_q_sentence(outcome.q_family, rule.alpha) if outcome.q_family else ""
     tags = {
         **outcome.cell.tags(),
         SCOPE_TAG: DATASET_TEST,
@@ -169,12 +195,17 @@ def log_dataset_verdict(
         **{f"test.{t.test}.verdict": t.verdict for t in tests},
         **{f"test.{t.test}.run_id": t.run_id for t in tests if t.run_id},
         **{f"left_out.{test}": why[:500] for test, why in verdict.left_out.items()},
+        **({"q_value_controls": controls} if controls else {}),
     }
     metrics: dict[str, float] = {"n_tests": len(tests)}
     if verdict.p_value is not None:
         metrics["p_value"] = verdict.p_value
-    for t in verdict.combined:
+    if outcome.q_value is not None:
+        metrics["q_value"] = outcome.q_value
+        metrics["q_family"] = outcome.q_family
+    for t in tests:
         metrics[f"p_value.{t.test}"] = float(t.p_value)  # type: ignore[arg-type]
+        metrics[f"entered_p.{t.test}"] = verdict.entered[t.test]
         metrics[f"holm_p.{t.test}"] = verdict.holm[t.test]
     params = {
         **_cell_params(store, [t.run_id for t in tests if t.run_id]),
@@ -186,11 +217,14 @@ def log_dataset_verdict(
         "verdict": verdict.verdict.value,
         "reason": verdict.reason,
         "p_value": verdict.p_value,
+        "q_value": outcome.q_value,
+        **({"q_value_controls": controls} if controls else {}),
         "tests": {
             t.test: {
                 "verdict": t.verdict,
                 "p_value": t.p_value,
-                "holm_p": verdict.holm.get(t.test),
+                "entered_p": verdict.entered[t.test],
+                "holm_p": verdict.holm[t.test],
                 "run_id": t.run_id,
             }
             for t in tests
@@ -219,11 +253,14 @@ def _cell_params(store: TrackingStore, run_ids: Sequence[str]) -> dict[str, str]
 
 
 def dataset_table(found: Sequence[DatasetOutcome]) -> Table:
-    """The dataset verdicts as the terminal shows them, after the tests' table."""
-    table = Table(title="tabmem dataset verdicts (tests of rows seen, combined)")
+    """The dataset verdicts as the terminal shows them, after the tests' table, each with its
+    grid q-value, and under them the error rate those q-values control."""
+    family = max((o.q_family for o in found), default=0)
+    caption = grid_q_sentence(family, found[0].verdict.rule.alpha) if family else None
+    table = Table(title="tabmem dataset verdicts (tests of rows seen, combined)", caption=caption)
     seeds = len({o.seed for o in found}) > 1
     columns = ["model", "dataset", "transform", *(["seed"] if seeds else []), "verdict"]
-    for column in (*columns, "combined p", "carried by", "tests", "run id"):
+    for column in (*columns, "combined p", "grid q", "carried by", "tests", "run id"):
         table.add_column(column, overflow="fold")
     for o in found:
         v = o.verdict
@@ -235,8 +272,9 @@ def dataset_table(found: Sequence[DatasetOutcome]) -> Table:
             *([str(o.seed)] if seeds else []),
             f"[{style}]{v.verdict.value}[/]",
             "-" if v.p_value is None else f"{v.p_value:.2g}",
+            "-" if o.q_value is None else f"{o.q_value:.2g}",
             ", ".join(v.carried_by) or "-",
-            str(len(v.combined) + len(v.by_rule)),
+            str(len(v.combined)),
             o.run_id[:12] or "-",
         )
     return table

@@ -3,7 +3,10 @@
 Each cell shows the dataset verdict of the model on the dataset (the tests of rows seen,
 combined: ``dataset_verdicts.py``) in its colour; where a model × dataset has no dataset
 verdict (in an experiment and transform), each test's own verdict instead. Every mark links to
-its run in the MLflow UI and carries the counts behind it in its ``title`` (shown on hover).
+its run in the MLflow UI and carries the counts behind it in its ``title`` (shown on hover); a
+dataset verdict's carries its grid q-value too, over the dataset verdicts of its experiment that
+the page shows (``tabmem.stats.combine.benjamini_hochberg``), and the page says in one line per
+experiment which error rate those q-values control.
 Selects filter the marks by experiment, transform and test. The page has its CSS and script
 inline and fetches nothing, so it opens from disk, offline, or as an e-mailed file.
 """
@@ -14,7 +17,7 @@ import html
 import sqlite3
 from collections.abc import Sequence
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +28,7 @@ from tabmem.report.cell_text import MARKS, hits, number, tag
 from tabmem.report.dataset_verdicts import DATASET_TEST, SCOPE_TAG
 from tabmem.report.paper_runs import paper_datasets
 from tabmem.results import Verdict
+from tabmem.stats.combine import DatasetRule, benjamini_hochberg, grid_q_sentence
 from tabmem.tracking.runs import load_runs
 from tabmem.tracking.store import sqlite_path
 
@@ -68,11 +72,13 @@ def _count(n: int, noun: str) -> str:
 
 @dataclass
 class Matrix:
-    """The marks of one store, with the models (rows) and datasets (columns) they fill."""
+    """The marks of one store, with the models (rows) and datasets (columns) they fill, and the
+    lines that say what the grid q-values of each experiment control."""
 
     models: list[str]
     datasets: list[str]
     marks: list[Mark]
+    notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._cells: dict[tuple[str, str], list[Mark]] = {}
@@ -116,6 +122,7 @@ def load_matrix(
         return Matrix([], [], [])
     frame = frame[frame["verdict"].isin(VERDICTS)].reset_index(drop=True)
     ids, combined = _ids_and_verdict_tags(tracking_uri)
+    q_values, notes = _grid_q(frame)
     by_id = {str(row["run_id"]): row for _, row in frame.iterrows()}
     judged = {_group(row) for _, row in frame.iterrows() if row["test"] == DATASET_TEST}
     marks = []
@@ -132,14 +139,39 @@ def load_matrix(
                 verdict=str(row["verdict"]),
                 run_id=run_id,
                 url=run_url(ui_url, ids[str(row["experiment"])], run_id),
-                title=_verdict_title(row, tags, by_id) if verdict_run else _test_title(row),
+                title=(
+                    _verdict_title(row, tags, by_id, q_values.get(run_id))
+                    if verdict_run
+                    else _test_title(row)
+                ),
                 main=verdict_run or _group(row) not in judged,
             )
         )
     models = sorted({m.model for m in marks})
     present = {m.dataset for m in marks}
     ordered = [d for d in paper_datasets() if d in present]
-    return Matrix(models, [*ordered, *sorted(present - set(ordered))], marks)
+    return Matrix(models, [*ordered, *sorted(present - set(ordered))], marks, notes)
+
+
+def _grid_q(frame: pd.DataFrame) -> tuple[dict[str, float], list[str]]:
+    """Each dataset verdict's q-value (by run id) over the dataset verdicts of its experiment
+    on the page that have a p-value, and per such experiment the line saying what they control
+    (at the ``dataset_verdict.alpha`` its runs were decided at)."""
+    q_values: dict[str, float] = {}
+    notes = []
+    verdicts = frame[frame["test"] == DATASET_TEST]
+    for experiment, runs in verdicts.groupby("experiment", sort=True):
+        rows = [row for _, row in runs.iterrows()]
+        found = benjamini_hochberg([number(row, "p_value") for row in rows])
+        q_values.update(
+            {str(r["run_id"]): q for r, q in zip(rows, found, strict=True) if q is not None}
+        )
+        n = sum(q is not None for q in found)
+        if n:
+            alphas = runs.get("param.dataset_verdict.alpha", pd.Series(dtype=object)).dropna()
+            alpha = float(alphas.iloc[0]) if len(alphas) else DatasetRule().alpha
+            notes.append(f"Experiment {experiment}: {grid_q_sentence(n, alpha)}.")
+    return q_values, notes
 
 
 def _group(row: pd.Series) -> tuple[str, ...]:
@@ -207,18 +239,25 @@ def _test_title(run: pd.Series) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def _verdict_title(run: pd.Series, tags: dict[str, str], by_id: dict[str, pd.Series]) -> str:
-    """A dataset verdict: combined p-value, the tests that carry it, each test's counts."""
+def _verdict_title(
+    run: pd.Series, tags: dict[str, str], by_id: dict[str, pd.Series], q: float | None
+) -> str:
+    """A dataset verdict: combined p-value and grid q-value, the tests that carry it, each
+    test's counts and the p-value it entered the combination with where its verdict raised it."""
     lines = [
         f"{run['model']} × {run['dataset']}: dataset verdict {run['verdict']}",
-        f"combined p = {_p(number(run, 'p_value'))}, "
+        f"combined p = {_p(number(run, 'p_value'))}, grid q = {_p(q)}, "
         f"carried by {tags.get('carried_by', '').replace(',', ', ') or 'no single test'}",
     ]
     for test in filter(None, tags.get("combined_tests", "").split(",")):
         member = by_id.get(tags.get(f"test.{test}.run_id", ""))
         verdict = tags.get(f"test.{test}.verdict", "")
+        entered = number(run, f"entered_p.{test}")
+        raised = entered is not None and entered != number(run, f"p_value.{test}")
         lines.append(
-            f"  {test}: {verdict}" + (f", {_counts(member)}" if member is not None else "")
+            f"  {test}: {verdict}"
+            + (f", {_counts(member)}" if member is not None else "")
+            + (f", entered as p = {_p(entered)}" if raised else "")
         )
     lines.append(_where(run))
     return "\n".join(lines)
@@ -329,12 +368,14 @@ def render(matrix: Matrix, source: str) -> str:
             f'<tr data-model="{html.escape(model)}"><th>{html.escape(model)}</th>{cells}</tr>'
         )
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    notes = "".join(f'<p class="how grid-q">{html.escape(note)}</p>' for note in matrix.notes)
     body = (
         "<h1>Who memorized what</h1>"
         f'<p class="meta">{matrix.counts}; from {html.escape(source)}, {when}.</p>'
         '<p class="how">Each cell is the dataset verdict of the model on the dataset (its tests '
         "of rows seen, combined); where there is none, each test's own verdict. Hover a mark for "
         "the counts behind it; click it to open its run in the MLflow UI (make ui).</p>"
+        f"{notes}"
         f'<div class="filters">{"".join(filters)}</div>'
         f'<p class="legend">{legend}</p>'
         f'<table class="matrix"><thead><tr><th>model \\ dataset</th>{head}</tr></thead>'

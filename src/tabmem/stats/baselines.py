@@ -12,6 +12,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tabmem.data import Dataset
+from tabmem.stats.uniqueness import text_columns
+
 
 @dataclass(frozen=True)
 class MarginalMatch:
@@ -81,3 +84,10 @@ def exact_row_baseline(
         for i in picked
     ]
     return ExactRowBaseline(mode_row, repeat_previous, sum(products) / len(products))
+
+
+def file_row_baseline(dataset: Dataset, seed: int) -> ExactRowBaseline:
+    """The three guesses' rates on a file's data rows: the baseline of every test whose hit
+    is a whole row written back (row completion, the header test). Its ``mode_row`` is at
+    least one row's own share, 1 / rows, so the rate is never 0 on a file with rows."""
+    return exact_row_baseline(dataset.rows, list(text_columns(dataset).values()), seed=seed)

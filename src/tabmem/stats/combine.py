@@ -10,13 +10,24 @@ in several tests), so the combination must hold under any dependence between the
   and several moderate ones add up. A p-value of exactly 1 (no hit at all) maps to minus
   infinity and would veto every other test, so p-values are capped at ``P_CEILING`` first: a
   test that found nothing (p >= 0.5) adds nothing, rather than pulling the others down.
+- **Tests enter as what they decided**: a test's p-value enters no lower than its own verdict
+  allows, at least ``alpha`` for an ``ambiguous`` test (p < its alpha from too few hits, or an
+  effect guard that failed) and at least ``weak_alpha`` for a ``no_evidence`` one. Raising
+  p-values keeps the combination valid (each stays at least uniform under the null) and only
+  makes it more conservative: one ambiguous p of 5e-4 among nine silent tests does not make
+  ``evidence``.
 - **Holm's step-down procedure** names the tests that carry the evidence: those whose
-  Holm-adjusted p-value is below ``alpha`` keep family-wise error control on their own.
+  Holm-adjusted p-value (of the p-values that entered) is below ``alpha`` keep family-wise
+  error control on their own.
 
 The dataset verdict: ``evidence`` when the combined p-value is below ``alpha``, ``ambiguous``
-below ``weak_alpha``, else ``no_evidence``; a test that decides by a rule without a p-value (the
-header test) raises it to its own ``evidence`` or ``ambiguous``; ``not_applicable`` when no
-test of rows seen could decide (each says why in the reason).
+below ``weak_alpha``, else ``no_evidence``; ``not_applicable`` when no test of rows seen could
+decide (each says why in the reason). A test that decided without a p-value is left out, with
+the reason.
+
+Over a grid, each dataset verdict holds its own level; ``benjamini_hochberg`` gives each its
+q-value over the grid's verdicts, so that calling ``evidence`` only where q < ``alpha`` keeps the
+false discovery rate among them at ``alpha`` (``grid_q_sentence`` says so in one line).
 """
 
 from __future__ import annotations
@@ -61,6 +72,30 @@ def holm_adjusted(p_values: Sequence[float]) -> list[float]:
     return adjusted
 
 
+def benjamini_hochberg(p_values: Sequence[float | None]) -> list[float | None]:
+    """Benjamini-Hochberg q-values, in the order given: the smallest level at which each
+    hypothesis is rejected while the false discovery rate stays at that level (valid for
+    independent or positively dependent p-values). A None (no p-value) stays None and does not
+    count among the hypotheses."""
+    found = [i for i, p in enumerate(p_values) if p is not None and not math.isnan(p)]
+    order = sorted(found, key=lambda i: float(p_values[i]))  # type: ignore[arg-type]
+    q: list[float | None] = [None] * len(p_values)
+    running = 1.0
+    for rank in range(len(order), 0, -1):
+        i = order[rank - 1]
+        running = min(running, len(order) * float(p_values[i]) / rank)  # type: ignore[arg-type]
+        q[i] = running
+    return q
+
+
+def grid_q_sentence(n: int, alpha: float) -> str:
+    """The error rate a grid's q-values control, in one line, for ``n`` verdicts at ``alpha``."""
+    return (
+        f"grid q: Benjamini-Hochberg over the {n} dataset verdicts with a p-value; evidence "
+        f"where q < {alpha:g} keeps the false discovery rate among them at {alpha:g}"
+    )
+
+
 @dataclass(frozen=True)
 class DatasetRule:
     """The thresholds of the dataset verdict (``dataset_verdict`` in ``conf/config.yaml``)."""
@@ -86,11 +121,12 @@ class TestOutcome:
 class DatasetVerdict:
     """The combined verdict of one model on one file, and what it rests on.
 
-    ``combined`` are the tests whose p-values entered the combination, ``holm`` their
-    Holm-adjusted p-values, ``carried_by`` those below ``alpha`` after Holm's adjustment and
-    the rule tests at ``evidence`` (the tests that carry the evidence on their own),
-    ``left_out`` the tests that could not decide and why, ``by_rule`` the tests that decided
-    by a rule without a p-value.
+    ``combined`` are the tests whose p-values entered the combination, ``entered`` the
+    p-value each entered with (its own, raised to what its verdict allows: ``entered_p``),
+    ``holm`` their Holm-adjusted p-values, ``carried_by`` those below ``alpha`` after Holm's
+    adjustment (the tests that carry the evidence on their own), ``left_out`` the tests that
+    could not decide, or decided without a p-value, and why; ``rule`` the thresholds it was
+    decided at.
     """
 
     verdict: Verdict
@@ -100,7 +136,8 @@ class DatasetVerdict:
     holm: dict[str, float] = field(default_factory=dict)
     carried_by: list[str] = field(default_factory=list)
     left_out: dict[str, str] = field(default_factory=dict)
-    by_rule: list[TestOutcome] = field(default_factory=list)
+    entered: dict[str, float] = field(default_factory=dict)
+    rule: DatasetRule = field(default_factory=DatasetRule)
 
 
 DECIDED = (Verdict.EVIDENCE, Verdict.AMBIGUOUS, Verdict.NO_EVIDENCE)
@@ -110,54 +147,58 @@ def _has_p(outcome: TestOutcome) -> bool:
     return outcome.p_value is not None and not math.isnan(outcome.p_value)
 
 
+def entered_p(outcome: TestOutcome, rule: DatasetRule) -> float:
+    """The p-value a decided test enters the combination with: its own, raised to at least
+    ``alpha`` where it called itself ``ambiguous`` and ``weak_alpha`` where ``no_evidence``, so
+    that no test weighs more in the combination than its own verdict allows."""
+    floor = {Verdict.AMBIGUOUS: rule.alpha, Verdict.NO_EVIDENCE: rule.weak_alpha}
+    own = float(outcome.p_value)  # type: ignore[arg-type]
+    return max(own, floor.get(Verdict(outcome.verdict), 0.0))
+
+
 def decide_dataset(outcomes: Sequence[TestOutcome], rule: DatasetRule) -> DatasetVerdict:
     """Combine the tests of rows seen of one model × file into its dataset verdict.
 
-    A test that decides by a rule with no null distribution (the header test: whole rows
-    written back after the cut) has a verdict but no p-value; its ``evidence`` or ``ambiguous``
-    stands beside the combination (the stronger of the two is the dataset's), and its
-    false-positive rate is measured like the combination's.
+    Each decided test enters with ``entered_p``; a test that decided without a p-value (a run
+    of the header test from before it had one) is left out with that reason.
     """
     decided = [o for o in outcomes if o.verdict in DECIDED]
     combined = [o for o in decided if _has_p(o)]
-    by_rule = [o for o in decided if not _has_p(o)]
     left_out = {
         o.test: (o.reason or f"verdict {o.verdict}") for o in outcomes if o.verdict not in DECIDED
     }
-    if not decided:
+    without_p = "without a p-value (a run from before its test had one)"
+    left_out.update({o.test: f"{o.verdict} {without_p}" for o in decided if not _has_p(o)})
+    if not combined:
         why = "; ".join(f"{test}: {reason}" for test, reason in left_out.items())
         return DatasetVerdict(
             Verdict.NOT_APPLICABLE,
             None,
             "no test of rows seen could decide" + (f" ({why})" if why else ""),
             left_out=left_out,
+            rule=rule,
         )
-    p, holm, verdict, reason = None, {}, Verdict.NO_EVIDENCE, ""
-    if combined:
-        p_values = [float(o.p_value) for o in combined]  # type: ignore[arg-type]
-        p = cauchy_combination(p_values)
-        holm = dict(zip((o.test for o in combined), holm_adjusted(p_values), strict=True))
-        verdict, reason = _combined_decision(p, combined, holm, rule)
+    entered = {o.test: entered_p(o, rule) for o in combined}
+    p_values = list(entered.values())
+    p = cauchy_combination(p_values)
+    holm = dict(zip(entered, holm_adjusted(p_values), strict=True))
     carried = sorted((t for t, q in holm.items() if q < rule.alpha), key=holm.__getitem__)
-    for o in by_rule:
-        strength = DECIDED[::-1].index(Verdict(o.verdict))
-        if strength > DECIDED[::-1].index(verdict):
-            verdict = Verdict(o.verdict)
-        if o.verdict == Verdict.EVIDENCE:
-            carried.append(o.test)
-    rules = "; ".join(f"{o.test} (a rule without a p-value): {o.verdict}" for o in by_rule)
-    reason = "; ".join(part for part in (reason, rules) if part)
-    if by_rule and verdict == Verdict.EVIDENCE and not (p is not None and p < rule.alpha):
-        reason = f"carried by {', '.join(carried)}; {reason}"
-    return DatasetVerdict(verdict, p, reason, combined, holm, carried, left_out, by_rule)
+    verdict, reason = _combined_decision(p, combined, entered, carried, rule)
+    return DatasetVerdict(verdict, p, reason, combined, holm, carried, left_out, entered, rule)
 
 
 def _combined_decision(
-    p: float, combined: Sequence[TestOutcome], holm: dict[str, float], rule: DatasetRule
+    p: float,
+    combined: Sequence[TestOutcome],
+    entered: dict[str, float],
+    carried: Sequence[str],
+    rule: DatasetRule,
 ) -> tuple[Verdict, str]:
     """The verdict of the combined p-value, and its sentence."""
-    carried = sorted((t for t, q in holm.items() if q < rule.alpha), key=holm.__getitem__)
-    smallest = ", ".join(f"{o.test} p={o.p_value:.2g}" for o in sorted(combined, key=_p)[:3])
+    smallest = ", ".join(
+        _entered_text(o, entered[o.test])
+        for o in sorted(combined, key=lambda o: entered[o.test])[:3]
+    )
     over = f"Cauchy combination of {len(combined)} tests of rows seen (smallest: {smallest})"
     if p < rule.alpha:
         carrier = (
@@ -174,5 +215,8 @@ def _combined_decision(
     return Verdict.NO_EVIDENCE, f"combined p={p:.3g}: not significant; {over}"
 
 
-def _p(outcome: TestOutcome) -> float:
-    return float(outcome.p_value) if outcome.p_value is not None else 1.0
+def _entered_text(outcome: TestOutcome, entered: float) -> str:
+    """``test p=…``, with the test's own p and verdict where the p that entered is higher."""
+    own = float(outcome.p_value)  # type: ignore[arg-type]
+    raised = f" (own p={own:.2g}, {outcome.verdict})" if entered > own else ""
+    return f"{outcome.test} p={entered:.2g}{raised}"

@@ -2,8 +2,8 @@
 
 Every test asks whether the model does *better* than a baseline, so every p-value here is
 one-sided ("greater"); a model doing worse than the baseline gets a p-value near 1.
-scipy.stats is imported on first use: a second of every cell's start-up, and a cell of the
-header test (a rule without a p-value) never needs it.
+scipy.stats is imported on first use: a second of every cell's start-up, which a cell whose
+p-values need no distribution (no hit at all) never spends.
 """
 
 from __future__ import annotations
