@@ -21,16 +21,26 @@ class OracleBackend(BaseBackend):
     """
 
     def __init__(
-        self, oracle: str, name: str, timeout: float, recall: Mapping[str, Any] | None = None
+        self,
+        oracle: str,
+        name: str,
+        timeout: float,
+        recall: Mapping[str, Any] | None = None,
+        spread: float | None = None,
     ) -> None:
         from tabmem.llm.litellm_backend import LiteLLMBackend
         from tabmem.llm.oracle import ORACLES, OracleServer, load_available_datasets
+        from tabmem.llm.oracle.catalog import at_spread
 
         model_id, version = f"oracle-{oracle}", ""
         if oracle == "partial":
             model_id, version = _partial_id(recall or {})
         elif model_id in ORACLES:
             version = ORACLES[model_id].version
+            try:
+                model_id = at_spread(model_id, spread)
+            except ValueError as error:
+                raise ConfigError(f"oracle: {oracle}: {error}") from None
         else:
             raise ConfigError(
                 f"Unknown oracle '{oracle}'; the oracles are: "
@@ -58,6 +68,7 @@ class OracleBackend(BaseBackend):
             name=cfg["name"],
             timeout=float(cfg.get("timeout", 60)),
             recall=cfg.get("recall"),
+            spread=None if cfg.get("spread") is None else float(cfg["spread"]),
         )
 
     def unknown_data_reason(self, dataset: Dataset) -> str:

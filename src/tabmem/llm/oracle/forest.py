@@ -7,17 +7,9 @@ column (scikit-learn's ``RandomForestClassifier`` for text or a column of at mos
 ``RandomForestRegressor`` for a measurement; 50 trees of depth 10 at most) fitted on the
 columns the prompt shows.
 
-It never knows the row it is asked about, by cross-fitting: each file's rows are split into
-``FOLDS`` folds (identical rows in one fold; which fold is seeded by the file's name) and
-each forest is fitted once per fold, on the rows of the other folds. A query is answered by
-the forest of the fold that holds out its asked row:
-
-- a CSV continuation of the file's text: the row where the prompt stops (the first row
-  written, the one a test scores);
-- a question, an observation request or an option list: the first of the rows that agree
-  with every value shown (or shared by all options), when at most ``max(10, sqrt(n))`` do;
-- otherwise the asked row cannot be identified (no row agrees, or a group of many rows does)
-  and the fold is a hash of the values shown: the same prompt always gets the same fold.
+It never knows the row it is asked about, by cross-fitting (``tabmem.llm.oracle.crossfit``):
+each forest is fitted once per fold, on the rows of the other folds, and a query is answered
+by the forest of the fold that holds out its asked row.
 
 A forest's conditional distribution is read through its leaves, as a quantile regression
 forest does: each training row of the fold weighs, summed over the trees, one over the size
@@ -32,7 +24,6 @@ that no training row finishes stays as typed.
 
 from __future__ import annotations
 
-import json
 import math
 import random
 import threading
@@ -47,13 +38,12 @@ from typing import Any
 import numpy as np
 
 from tabmem.data.values import normalize_value
+from tabmem.llm.oracle.crossfit import FOLDS, CrossFitted, stable_seed
 from tabmem.llm.oracle.learner import ConditionalModel, LearnerOracle, _Knowledge
 from tabmem.llm.oracle.models import _Table
 from tabmem.stats.draws import weighted_index
 from tabmem.stats.neighbours import Column
 
-FOLDS = 5
-"""Each forest is fitted once per fold, on the rows of the other folds."""
 TREES = 50
 FIT_BUDGET = 384 * 2**20
 """Bytes of fitted forests a model keeps, the most recently used (``_Fit.nbytes``: 0.06 MB a
@@ -68,18 +58,11 @@ FEATURE_SHARE = 0.5
 """The share of the shown columns each split may choose from."""
 BOOTSTRAP_ROWS = 1000
 """Each tree is grown on a bootstrap sample of at most this many rows (fits stay fast)."""
-SUPPORT_ROWS = 4000
-"""A fold's training rows beyond this many are sampled down (seeded): what its forests see."""
 SPLIT_CLASSES = 30
 """A classifier splits on its column's 30 most frequent values; the rarer share one class
 (its answers still read every value off the leaves' rows)."""
 SMOOTHING = 0.01
 """An option's value probability is mixed with 1 % of its add-one frequency among the rows."""
-
-
-def _seed(*parts: object) -> int:
-    """A stable 31-bit seed from the parts' text."""
-    return zlib.crc32(":".join(map(str, parts)).encode()) & 0x7FFFFFFF
 
 
 @dataclass(frozen=True)
@@ -192,108 +175,15 @@ class _Fit:
         return weights / total_weight if total_weight > 0 else weights
 
 
-class ForestModel:
+class ForestModel(CrossFitted):
     """A table's conditional distributions (rows of value strings) by cross-fitted random
     forests; the same reading as ``NeighbourModel`` (``pick``, ``choice_scores``)."""
 
     def __init__(self, rows: Sequence[Sequence[str]], name: str, folds: int = FOLDS) -> None:
-        if not rows:
-            raise ValueError("a forest model needs at least one row")
-        self.name = name
-        self.n_rows = len(rows)
-        self.folds = folds
-        self.columns = [Column.of([row[j] for row in rows]) for j in range(len(rows[0]))]
-        self.k = max(10, round(math.sqrt(self.n_rows)))
+        super().__init__(rows, name, folds)
         self._fits: OrderedDict[tuple[int, int, tuple[int, ...]], _Fit] = OrderedDict()
         self._fit_bytes = 0
         self._lock = threading.Lock()
-
-    @cached_property
-    def fold_of(self) -> np.ndarray:
-        """Each row's fold: identical rows share one, groups dealt out in a seeded order."""
-        groups: dict[tuple[str, ...], list[int]] = {}
-        for i in range(self.n_rows):
-            groups.setdefault(tuple(c.values[i] for c in self.columns), []).append(i)
-        order = list(groups.values())
-        random.Random(f"forest:{self.name}").shuffle(order)
-        fold_of = np.empty(self.n_rows, dtype=np.int64)
-        for g, members in enumerate(order):
-            fold_of[members] = g % self.folds
-        return fold_of
-
-    def training(self, fold: int) -> np.ndarray:
-        """The rows of the other folds (``SUPPORT_ROWS`` at most, a seeded sample)."""
-        rows = np.flatnonzero(self.fold_of != fold)
-        if rows.size > SUPPORT_ROWS:
-            sample = np.random.default_rng(_seed(self.name, fold))
-            rows = np.sort(sample.choice(rows, SUPPORT_ROWS, replace=False))
-        return rows
-
-    @cached_property
-    def _ranks(self) -> list[dict[str, int]]:
-        """Each text column's values in sorted order, as the forests' numeric input."""
-        return [{v: r for r, v in enumerate(sorted(c.book))} for c in self.columns]
-
-    def _feature(self, column: int, value: str) -> float:
-        """A value as a forest input: a number as itself, text as its rank, missing as NaN."""
-        value = normalize_value(value)
-        if self.columns[column].numbers is not None:
-            try:
-                return float(value)
-            except ValueError:
-                return math.nan
-        return float(self._ranks[column].get(value, math.nan))
-
-    @cached_property
-    def _features(self) -> np.ndarray:
-        """Every row's values as forest inputs (rows × columns)."""
-        out = np.empty((self.n_rows, len(self.columns)), dtype=np.float32)
-        for j, column in enumerate(self.columns):
-            if column.numbers is not None:
-                out[:, j] = column.numbers
-            else:
-                ranks = self._ranks[j]
-                out[:, j] = [ranks[v] for v in column.values]
-        return out
-
-    def usable(self, given: Mapping[int, str]) -> dict[int, str]:
-        """The given values a forest can take: known values, or numbers in a numeric column
-        (a mask such as ``[hidden]`` is dropped)."""
-        return {
-            j: v
-            for j, v in given.items()
-            if normalize_value(v) in self.columns[j].book
-            or (self.columns[j].numbers is not None and not math.isnan(self._feature(j, v)))
-        }
-
-    def matching(self, given: Mapping[int, str]) -> np.ndarray:
-        """Rows that agree with every given value."""
-        agree = np.ones(self.n_rows, dtype=bool)
-        for j, value in given.items():
-            agree &= self.columns[j].equal(value)
-        return agree
-
-    def asked(
-        self, given: Mapping[int, str], exclude: Collection[int] = (), protect: bool = True
-    ) -> list[int]:
-        """The rows a query may be about, first the one whose fold answers: ``exclude`` in its
-        order, then (with ``protect``) the rows agreeing with every given value when at most
-        ``k`` do."""
-        asked = list(exclude)
-        if protect and given:
-            agree = np.flatnonzero(self.matching(given))
-            if agree.size <= self.k:
-                known = set(asked)
-                asked += [int(r) for r in agree if int(r) not in known]
-        return asked
-
-    def fold(self, given: Mapping[int, str], asked: Sequence[int]) -> int:
-        """The fold that answers: the one holding out the first asked row; without one, a hash
-        of the given values."""
-        if asked:
-            return int(self.fold_of[asked[0]])
-        shown = sorted((j, normalize_value(v)) for j, v in given.items())
-        return _seed(json.dumps(shown)) % self.folds
 
     def _fit(self, fold: int, target: int, columns: tuple[int, ...]) -> _Fit:
         """The forest of column ``target`` on ``columns``, fitted on the rows outside ``fold``."""
@@ -313,7 +203,7 @@ class ForestModel:
 
         rows = self.training(fold)
         column = self.columns[target]
-        x = np.ascontiguousarray(self._features[np.ix_(rows, list(columns))])
+        x = np.ascontiguousarray(self.features[np.ix_(rows, list(columns))])
         if column.discrete:
             codes = column.codes[rows]
             frequent = [c for c, _ in Counter(codes.tolist()).most_common(SPLIT_CLASSES)]
@@ -334,7 +224,7 @@ class ForestModel:
             max_features=FEATURE_SHARE,
             max_samples=min(1.0, BOOTSTRAP_ROWS / int(fitted.sum())),
             n_jobs=1,
-            random_state=_seed(self.name, fold, target, columns),
+            random_state=stable_seed(self.name, fold, target, columns),
         )
         with warnings.catch_warnings():
             # a column of names has about as many classes as rows: still a classification
@@ -353,7 +243,7 @@ class ForestModel:
         return fit, allowed
 
     def _weights(self, fit: _Fit, given: Mapping[int, str], allowed: np.ndarray) -> np.ndarray:
-        x = np.array([[self._feature(j, given[j]) for j in fit.columns]], dtype=np.float32)
+        x = np.array([[self.feature(j, given[j]) for j in fit.columns]], dtype=np.float32)
         return fit.weights(x, allowed)
 
     def pick(

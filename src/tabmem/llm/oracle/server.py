@@ -45,7 +45,7 @@ from typing import Any
 from tabmem.data import Dataset, dataset_specs, load_dataset
 from tabmem.errors import DatasetError
 from tabmem.llm.local_server import AppHTTPServer, LocalServer
-from tabmem.llm.oracle.catalog import ORACLES
+from tabmem.llm.oracle.catalog import ORACLES, spread_oracle
 from tabmem.llm.oracle.models import (
     CHARS_PER_TOKEN,
     Oracle,
@@ -225,17 +225,22 @@ class OracleServer(LocalServer):
         self._prefixes: set[str] = set()
 
     def oracle(self, model: object) -> Oracle | None:
-        """The oracle a request's ``model`` names: a fixed one, or a partial memorizer built on
-        its first request (``oracle-partial-random-0.2-s0``, ``…-s0-chance``); None for an
-        unknown name."""
+        """The oracle a request's ``model`` names: a fixed one, or one built on its first
+        request, a partial memorizer (``oracle-partial-random-0.2-s0``, ``…-s0-chance``) or a
+        panel family at a spread (``oracle-moments-t0.25``); None for an unknown name."""
         if not isinstance(model, str):
             return None
         with self._lock:
             if model not in self.oracles:
                 recall = Recall.parse(model)
-                if recall is None:
+                oracle = (
+                    spread_oracle(model, self._datasets)
+                    if recall is None
+                    else PartialOracle(self._datasets, recall)
+                )
+                if oracle is None:
                     return None
-                self.oracles[model] = PartialOracle(self._datasets, recall)
+                self.oracles[model] = oracle
             return self.oracles[model]
 
     @property
