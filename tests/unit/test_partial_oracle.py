@@ -162,3 +162,29 @@ def test_the_server_answers_to_a_partial_memorizer_with_another_rest(ledger):
     chance = server.oracle("oracle-partial-first-0.05-s0-chance")
     assert isinstance(chance, PartialOracle) and isinstance(chance.rest, NullOracle)
     assert server.oracle("oracle-partial-random-0.2-s1-marginal") is None
+
+
+def test_a_quiet_partial_memorizer_writes_no_known_row_unasked(ledger):
+    quiet, talking = Recall(0.5, 1, volunteers=False), Recall(0.5, 1)
+    assert quiet.model_id == "oracle-partial-random-0.5-s1-quiet"
+    assert Recall.parse(quiet.model_id) == quiet
+    assert Recall.of_rest(0.5, 1, "forest-quiet") == Recall(0.5, 1, rest="forest", volunteers=False)
+    assert Recall.of_rest(0.5, 1, "forest").rest_label == "forest"
+    prompt = f"Dataset: ledger\nColumns: {', '.join(ledger.feature_names)}\nRecord:"
+
+    def copies(recall: Recall) -> int:
+        oracle = PartialOracle([ledger], recall)
+        table = oracle._memory._tables[0]
+        rows = {table.observation(row, (" = ", ", ")) for row in table.clean_rows}
+        answers = [oracle.generate(prompt, 200, [], seed, chat=True) for seed in range(40)]
+        return sum(answer in rows for answer in answers)
+
+    assert copies(talking) >= 10  # about half its observations are known rows
+    assert copies(quiet) == copies(Recall(0.0, 1))  # the learner's, whatever it knows
+    # asked about a known row, it still answers from memory
+    known = min(quiet.known("ledger", len(ledger.rows)))
+    asked = question(ledger, known, "code")
+    assert (
+        PartialOracle([ledger], quiet).generate(asked, 8, [], 0, chat=True)
+        == values(ledger, known)[0]
+    )

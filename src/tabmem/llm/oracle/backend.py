@@ -107,6 +107,7 @@ def _partial_id(recall: Mapping[str, Any]) -> tuple[str, str]:
             int(recall["seed"]),
             str(recall.get("rows", "random")),
             str(recall.get("rest", "learner")),
+            bool(recall.get("volunteers", True)),
         )
     except (KeyError, TypeError, ValueError) as error:
         raise ConfigError(

@@ -27,8 +27,9 @@ The row a prompt asks about decides who answers:
   values shown outside the options), else the learner's choice.
 - An observation request gets a known row (the one agreeing with the values the prompt fixes,
   or, with none fixed, a known row drawn by seed with probability ``recall``), else the
-  learner's draw. Name questions get the dataset's name whatever the rest: a model that has
-  read part of a file knows its name.
+  learner's draw (with ``volunteers=False``, every observation request without fixed values
+  is the learner's). Name questions get the dataset's name whatever the rest: a model that
+  has read part of a file knows its name.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ RESTS: dict[str, type[Oracle]] = {
 }
 """Who answers what the partial memorizer does not know, by the name ``recall.rest`` gives."""
 _ID = re.compile(
-    r"^oracle-partial-(random|first)-([0-9]*\.?[0-9]+)-s([0-9]+)(?:-(forest|chance))?$"
+    r"^oracle-partial-(random|first)-([0-9]*\.?[0-9]+)-s([0-9]+)(?:-(forest|chance))?(-quiet)?$"
 )
 
 
@@ -78,6 +79,11 @@ class Recall:
     seed: int
     rows: str = "random"
     rest: str = "learner"
+    volunteers: bool = True
+    """Whether known rows come back unasked: an observation request gets a known row in a
+    ``share`` of answers. A real model that memorized a few rows mostly does not write them
+    when asked for a plausible record; ``False`` (``…-quiet``) leaves every observation
+    request to the rest, so the sample test finds nothing beyond it."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.share <= 1.0:
@@ -90,9 +96,23 @@ class Recall:
     @property
     def model_id(self) -> str:
         """The model name the oracle server answers to, e.g. ``oracle-partial-random-0.2-s0``
-        (the rest is named only when it is not the learner: ``…-s0-chance``)."""
+        (the rest is named only when it is not the learner: ``…-s0-chance``; a partial
+        memorizer that volunteers no row ends in ``-quiet``)."""
         rest = "" if self.rest == "learner" else f"-{self.rest}"
-        return f"oracle-partial-{self.rows}-{self.share:g}-s{self.seed}{rest}"
+        quiet = "" if self.volunteers else "-quiet"
+        return f"oracle-partial-{self.rows}-{self.share:g}-s{self.seed}{rest}{quiet}"
+
+    @property
+    def rest_label(self) -> str:
+        """The rest as the calibration tables name it: ``forest``, or ``forest-quiet`` for a
+        partial memorizer that volunteers no row."""
+        return self.rest if self.volunteers else f"{self.rest}-quiet"
+
+    @classmethod
+    def of_rest(cls, share: float, seed: int, label: str) -> Recall:
+        """A random share's recall with the rest a ``rest_label`` names."""
+        rest = label.removesuffix("-quiet")
+        return cls(share, seed, "random", rest, volunteers=rest == label)
 
     @classmethod
     def parse(cls, model_id: str) -> Recall | None:
@@ -100,7 +120,7 @@ class Recall:
         found = _ID.match(model_id)
         if found is None:
             return None
-        return cls(float(found[2]), int(found[3]), found[1], found[4] or "learner")
+        return cls(float(found[2]), int(found[3]), found[1], found[4] or "learner", not found[5])
 
     def known(self, dataset: str, n_rows: int) -> frozenset[int]:
         """The data rows (0-based) of ``dataset`` known verbatim."""
@@ -239,6 +259,6 @@ class PartialOracle(Oracle):
         if fixed:
             rows = known.agreeing(fixed)
             return table.observation(table.clean_rows[rows[0]], style) if rows else ""
-        if known.order and rng.random() < self.recall.share:
+        if self.recall.volunteers and known.order and rng.random() < self.recall.share:
             return table.observation(table.clean_rows[rng.choice(known.order)], style)
         return ""
