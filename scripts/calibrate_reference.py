@@ -69,6 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--datasets", type=_list, help="files, comma-separated")
     parser.add_argument("--tests", type=_list, help="tests of rows seen, comma-separated")
+    parser.add_argument(
+        "--negatives",
+        type=_list,
+        help="negative models, comma-separated (a panel family at a spread: oracle-moments-t0)",
+    )
     parser.add_argument("--workers", type=int, default=2, help="worker processes (default 2)")
     parser.add_argument(
         "--minutes",
@@ -100,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         "settings": args.settings,
         "datasets": args.datasets,
         "tests": args.tests,
+        "negatives": args.negatives,
     }
     size = replace(size, **{k: v for k, v in changes.items() if v is not None})
     try:

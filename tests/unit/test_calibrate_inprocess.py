@@ -15,10 +15,11 @@ from rich.console import Console
 from tabmem.battery.base import TestContext, run_test
 from tabmem.battery.windows import window
 from tabmem.calibrate import SIZES, calibrate, run
-from tabmem.calibrate.cells import Job, ModelSpec, run_job
+from tabmem.calibrate.cells import BASELINE_SHARED, Job, ModelSpec, run_job
 from tabmem.calibrate.run import compose_world, plan_jobs, read_cells, run_jobs, tabulate
 from tabmem.calibrate.tables import (
     DATASET_VERDICT,
+    breakdown_markdown,
     dataset_verdicts,
     file_power_markdown,
     fpr_rows,
@@ -179,6 +180,52 @@ def test_fpr_rows_count_applicable_dataset_verdicts_only() -> None:
     assert fpr["row_completion"]["evidence"] == 1
     assert fpr[DATASET_VERDICT]["applicable"] == 2
     assert fpr[DATASET_VERDICT]["evidence"] == 1
+
+
+def test_the_group_bound_counts_a_model_on_a_file_once() -> None:
+    """Fourteen seeds of one model on one file are one unit, however many find evidence."""
+    rows = [
+        _row("sample", "evidence" if seed < 3 else "no_evidence", 0.5, seed) for seed in range(14)
+    ]
+    rows += [{**_row("sample", "no_evidence", 0.5, seed), "dataset": "wine"} for seed in range(14)]
+    (fpr,) = fpr_rows(rows, [], ["sample"])
+    assert (fpr["applicable"], fpr["evidence"]) == (28, 3)
+    assert (fpr["groups"], fpr["groups_evidence"]) == (2, 1)
+    assert fpr["group_upper_95"] == fpr_upper_bound(1, 2)
+    assert fpr["fpr_upper_95"] == fpr_upper_bound(3, 28)
+
+
+def test_evidence_is_broken_down_per_negative_and_per_file() -> None:
+    rows = [_row("sample", "evidence", 1e-9), _row("sample", "no_evidence", 0.5, seed=1)]
+    rows += [{**_row("sample", "no_evidence", 0.5), "model": "oracle-moments-t0"}]
+    rows += [
+        {**_row("sample", "no_evidence", 0.5), "model": "oracle-memorizer", "transform": "twin"}
+    ]
+    rows += [{**_row("sample", "evidence", 1e-9), "model": "oracle-partial", "share": 0.1}]
+    verdicts = dataset_verdicts(rows)
+    by_model = breakdown_markdown(rows, verdicts, ["sample"], "model", BASELINE_SHARED)
+    assert "| negative | sample | dataset verdict | shares a model with a baseline |" in by_model
+    assert "| oracle-learner | 1/2 | 1/2 | the count tests' baselines" in by_model
+    assert "| oracle-moments-t0 | 0/1 | 0/1 |  |" in by_model
+    assert "| oracle-memorizer on twins | 0/1 | 0/1 |  |" in by_model
+    assert "oracle-partial" not in by_model  # a positive
+    by_file = breakdown_markdown(rows, verdicts, ["sample"], "dataset")
+    assert "| iris | 1/4 | 1/4 |" in by_file
+
+
+def test_the_dataset_verdict_is_also_given_without_the_sample_test_and_per_suite() -> None:
+    tests = ["header", "row_completion", "existence", "sample"]
+    suites = run.verdict_suites(tests)
+    assert suites[DATASET_VERDICT] is None
+    assert suites[f"{DATASET_VERDICT}, no sample"] == ("header", "row_completion", "existence")
+    assert suites["memorization suite"] == ("header", "row_completion")
+    assert "memorization suite, no sample" not in suites  # the same tests again
+    # a variant that combines the same tests as another is not given twice
+    assert list(run.verdict_suites(["header", "row_completion"])) == [DATASET_VERDICT]
+    rows = [_row("header", "no_evidence", 0.5), _row("sample", "evidence", 1e-9)]
+    members = suites[f"{DATASET_VERDICT}, no sample"]
+    (alone,) = dataset_verdicts(rows, members=members, label="no sample")
+    assert (alone["test"], alone["verdict"], alone["tests"]) == ("no sample", "no_evidence", 1)
 
 
 def test_a_shared_plan_gives_what_run_test_gives() -> None:

@@ -33,6 +33,7 @@ from tabmem.data.transforms import apply_transform
 from tabmem.llm.base import BaseBackend, GenerationParams, Message
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.oracle import ORACLES, Oracle, last_user_text, load_available_datasets
+from tabmem.llm.oracle.catalog import at_spread, split_spread, spread_oracle
 from tabmem.llm.oracle.partial import RESTS, PartialOracle, Recall
 from tabmem.results import TestResult
 
@@ -42,9 +43,21 @@ NEGATIVE_ORACLES = (
     "oracle-learner",
     "oracle-copula",
     "oracle-forest",
+    "oracle-moments-t0.25",
+    "oracle-moments-t0",
+    "oracle-mixture-t0.25",
+    "oracle-boosted-t0.25",
 )
 """The reference models that know no row, in the order the tables list them (those the
-catalog ``ORACLES`` holds)."""
+catalog ``ORACLES`` holds): the first five, and the adversary panel
+(``tabmem.llm.oracle.panel``) at the spreads that write nearest the data's modes."""
+BASELINE_SHARED = {
+    "oracle-marginal": "the sample test's copy null draws independent marginals",
+    "oracle-learner": "the count tests' baselines include its nearest-neighbour predictor",
+    "oracle-copula": "the count tests' baselines and the sample test's copy null use its copulas",
+}
+"""The negatives that share a model with some test's baseline, and which: they sit at that
+test's null by construction, so they prove little about it."""
 TWIN_MODEL = "oracle-memorizer"
 """The model run on twins: it has every real file by heart and none of a twin's rows."""
 
@@ -92,15 +105,25 @@ class OracleObjectBackend(BaseBackend):
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One reference model of a job: a catalog oracle by name, or a partial memorizer."""
+    """One reference model of a job: a catalog oracle by name (a panel family at a
+    ``spread``), or a partial memorizer."""
 
     name: str
     recall: Recall | None = None
+    spread: float | None = None
+
+    @classmethod
+    def of(cls, model_id: str) -> ModelSpec:
+        """The spec of a catalog oracle's model name (a panel family's with its spread)."""
+        name, spread = split_spread(model_id)
+        return cls(name, spread=spread)
 
     @property
     def model_id(self) -> str:
         """The name the oracle server would answer to."""
-        return self.recall.model_id if self.recall is not None else self.name
+        return (
+            self.recall.model_id if self.recall is not None else at_spread(self.name, self.spread)
+        )
 
 
 @dataclass(frozen=True)
@@ -142,9 +165,11 @@ class World:
         memorizer built for its job (one per share, seed and rest), with the kept catalog
         oracle as its rest."""
         if spec.recall is None:
-            if spec.name not in self._oracles:
-                self._oracles[spec.name] = ORACLES[spec.name](self.known())
-            return self._oracles[spec.name]
+            key = spec.model_id
+            if key not in self._oracles:
+                built = spread_oracle(key, self.known())
+                self._oracles[key] = built or ORACLES[spec.name](self.known())
+            return self._oracles[key]
         partial = PartialOracle(self.known(), spec.recall)
         # The rest answers from the prompt and the seed alone: one instance (and its fitted
         # neighbours or forests) serves every share and seed of a process.
@@ -231,8 +256,8 @@ def cell_row(job: Job, spec: ModelSpec, dataset: str, result: TestResult) -> dic
     """One cell as a row of the cells table."""
     recall = spec.recall
     return {
-        "model": spec.name,
-        "rest": recall.rest if recall is not None else "",
+        "model": spec.model_id if recall is None else spec.name,
+        "rest": recall.rest_label if recall is not None else "",
         "dataset": dataset,
         "transform": job.transform,
         "test": result.test,

@@ -32,6 +32,7 @@ from rich.table import Table
 from tabmem.api import compose_config
 from tabmem.battery.base import needs_of
 from tabmem.calibrate.cells import (
+    BASELINE_SHARED,
     NEGATIVE_ORACLES,
     TWIN_MODEL,
     Job,
@@ -45,6 +46,7 @@ from tabmem.calibrate.tables import (
     DATASET_VERDICT,
     FPR_HEADER,
     VERDICT_KEY,
+    breakdown_markdown,
     dataset_verdicts,
     file_power_markdown,
     fpr_rows,
@@ -92,6 +94,7 @@ CELL_FIELDS = (
     "baseline",
 )
 VERDICT_FIELDS = (
+    "test",
     "model",
     "rest",
     "dataset",
@@ -180,7 +183,7 @@ def compose_world(size: Size) -> World:
     }
     forms = set()
     for name in (*negatives(size), TWIN_MODEL, "oracle-partial"):
-        model = compose_config([f"model={name}"]).model
+        model = compose_config([f"model={ModelSpec.of(name).name}"]).model
         forms.add((str(model.get("prompt_form", "chat")), int(model.get("context_window", 4096))))
     if len(forms) != 1:
         raise ValueError(f"the reference models differ in prompt form or context window: {forms}")
@@ -188,9 +191,11 @@ def compose_world(size: Size) -> World:
 
 
 def negatives(size: Size) -> tuple[str, ...]:
-    """The size's reference models that know no row: its own list, else every one the
-    catalog holds."""
-    return size.negatives or tuple(name for name in NEGATIVE_ORACLES if name in ORACLES)
+    """The size's reference models that know no row (model names, a panel family's with its
+    spread): its own list, else every one the catalog holds."""
+    return size.negatives or tuple(
+        name for name in NEGATIVE_ORACLES if ModelSpec.of(name).name in ORACLES
+    )
 
 
 def asked_at(size: Size, settings: dict[str, dict[str, Any]], setting: str) -> tuple[str, ...]:
@@ -222,10 +227,10 @@ def plan_jobs(size: Size, settings: dict[str, dict[str, Any]]) -> list[Job]:
                 seed = size.first_seed + nth
                 models: list[ModelSpec] = []
                 if nth < size.negative_seeds:
-                    models += [ModelSpec(name) for name in negatives(size)]
+                    models += [ModelSpec.of(name) for name in negatives(size)]
                 if nth < size.power_seeds:
                     models += [
-                        ModelSpec("oracle-partial", Recall(share, seed, "random", rest))
+                        ModelSpec("oracle-partial", Recall.of_rest(share, seed, rest))
                         for rest in size.rests
                         for share in size.shares
                     ]
@@ -280,7 +285,7 @@ def top_up_jobs(
             transform,
             seed,
             setting,
-            tuple(ModelSpec(n) for n in negatives(size))
+            tuple(ModelSpec.of(n) for n in negatives(size))
             if transform == "original"
             else (ModelSpec(TWIN_MODEL),),
             tuple(asked),
@@ -525,7 +530,11 @@ def tabulate(
     into ``out`` and the FPR table printed with the time."""
     present = {str(r["test"]) for r in cells}
     tests = [t for t in rows_seen_tests() if t in present]
-    verdicts = dataset_verdicts(cells)
+    verdicts = [
+        row
+        for label, members in verdict_suites(tests).items()
+        for row in dataset_verdicts(cells, members=members, label=label)
+    ]
     outcome = Outcome(
         cells,
         verdicts,
@@ -538,6 +547,27 @@ def tabulate(
     outcome.files = write_outputs(outcome, out)
     print_summary(outcome, console)
     return outcome
+
+
+def verdict_suites(tests: Sequence[str]) -> dict[str, tuple[str, ...] | None]:
+    """The dataset verdicts the tables give, by label: the product's (every test of rows seen
+    that ran), and, where they combine other tests than that, the same without the sample
+    test, over the memorization suite's tests (``test=memorization``), and those without
+    the sample test. The sample test's power on the partial memorizers is the share of
+    samples they volunteer; these say what the other tests find without it."""
+    memorization = set(dict(test_plan(compose_config(["test=memorization"]).test)))
+    variants = {
+        f"{DATASET_VERDICT}, no sample": [t for t in tests if t != "sample"],
+        "memorization suite": [t for t in tests if t in memorization],
+        "memorization suite, no sample": [t for t in tests if t in memorization - {"sample"}],
+    }
+    suites: dict[str, tuple[str, ...] | None] = {DATASET_VERDICT: None}
+    seen = [list(tests)]
+    for label, members in variants.items():
+        if members and members not in seen:
+            suites[label] = tuple(members)
+            seen.append(members)
+    return suites
 
 
 CELL_KEY = (*VERDICT_KEY, "test")
@@ -665,17 +695,27 @@ def _cut_short(outcome: Outcome) -> str:
 
 
 def fpr_markdown(outcome: Outcome) -> str:
-    """``reference_fpr.md``: the negatives' table, per setting and test, and the dataset verdict."""
+    """``reference_fpr.md``: the negatives' table, per setting and test, and the dataset
+    verdicts; then ``evidence`` per negative family and per file."""
     body = fpr_table(outcome.fpr, inapplicable_reasons())
+    tests = [t for t in rows_seen_tests() if t in {str(r["test"]) for r in outcome.cells}]
     return (
         "# False positives of the tests of rows seen on reference negatives (in-process)\n\n"
         f"{describe(outcome)}\n\nA cell is applicable unless its test said "
         "`not_applicable`; the bound is the exact one-sided 95 % upper bound of the FPR "
-        "(with 0 of n: 1 - 0.05^(1/n)). A test asked at the same counts at both settings "
-        "is run once and counted at both. A test that was `not_applicable` on some of the "
-        "negatives' cells is run on further seeds, on the files where it applied, until it "
-        "has as many applicable cells as the run planned per test.\n\n"
+        "(with 0 of n: 1 - 0.05^(1/n)). Two units: the cell (one model, file, seed and "
+        "setting), and the model × file group, whose cells share the model's knowledge of "
+        "the file and are not independent draws; the group bound is the one to quote. A "
+        "test asked at the same counts at both settings is run once and counted at both. A "
+        "test that was `not_applicable` on some of the negatives' cells is run on further "
+        "seeds, on the files where it applied, until it has as many applicable cells as the "
+        "run planned per test. The dataset verdict's variants combine the tests of a suite "
+        "(`memorization suite`: `test=memorization`) or leave the sample test out.\n\n"
         + markdown(FPR_HEADER, body)
+        + "\n\n## `evidence` / applicable cells per negative\n\n"
+        + breakdown_markdown(outcome.cells, outcome.verdicts, tests, "model", BASELINE_SHARED)
+        + "\n\n## `evidence` / applicable cells per file\n\n"
+        + breakdown_markdown(outcome.cells, outcome.verdicts, tests, "dataset")
         + "\n"
     )
 

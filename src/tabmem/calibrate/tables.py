@@ -11,7 +11,7 @@ claim, right or wrong, and the tables say how many such cells there were.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -50,10 +50,14 @@ def role(row: Mapping[str, Any]) -> str:
 
 
 def dataset_verdicts(
-    rows: Iterable[Mapping[str, Any]], rule: DatasetRule | None = None
+    rows: Iterable[Mapping[str, Any]],
+    rule: DatasetRule | None = None,
+    members: Collection[str] | None = None,
+    label: str = DATASET_VERDICT,
 ) -> list[dict[str, Any]]:
     """One row per model × dataset × transform × seed × setting (and share and rest): the
-    dataset verdict (``tabmem.stats.combine.decide_dataset``) over that cell's tests.
+    dataset verdict (``tabmem.stats.combine.decide_dataset``) over that cell's tests, or over
+    its tests among ``members`` (a suite's), named ``label`` in the rows' ``test``.
 
     A group that lacks a test applicable elsewhere at its setting is left out: recorded runs
     of a few tests (``--tests``) tabulated beside whole runs would otherwise give verdicts of
@@ -61,6 +65,8 @@ def dataset_verdicts(
     groups: dict[tuple[Any, ...], list[TestOutcome]] = defaultdict(list)
     required: dict[Any, set[str]] = defaultdict(set)  # per setting, the tests that applied
     for row in rows:
+        if members is not None and row["test"] not in members:
+            continue
         p = row["p_value"]
         groups[tuple(row[k] for k in VERDICT_KEY)].append(
             TestOutcome(row["test"], row["verdict"], None if p in ("", None) else float(p))
@@ -76,7 +82,7 @@ def dataset_verdicts(
         out.append(
             {
                 **dict(zip(VERDICT_KEY, key, strict=True)),
-                "test": DATASET_VERDICT,
+                "test": label,
                 "verdict": str(decided.verdict),
                 "p_value": decided.p_value,
                 "tests": len(outcomes),
@@ -98,6 +104,26 @@ def _count(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     }
 
 
+GROUP_KEY = ("model", "dataset", "transform")
+"""What one independent unit of the negatives is: a model on a file (or its twins). Cells of
+one model on one file at several seeds share the model's knowledge of the file, so a model
+that beats a test's null there tends to beat it at every seed: the seeds are not independent
+draws, and only the groups are."""
+
+
+def _groups(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Applicable model × file groups, and those with at least one ``evidence`` cell."""
+    applicable: set[tuple[Any, ...]] = set()
+    found: set[tuple[Any, ...]] = set()
+    for r in rows:
+        if str(r["verdict"]) != Verdict.NOT_APPLICABLE:
+            key = tuple(r[k] for k in GROUP_KEY)
+            applicable.add(key)
+            if str(r["verdict"]) == Verdict.EVIDENCE:
+                found.add(key)
+    return {"groups": len(applicable), "groups_evidence": len(found)}
+
+
 def fpr_rows(
     cells: Sequence[Mapping[str, Any]], verdicts: Sequence[Mapping[str, Any]], tests: Sequence[str]
 ) -> list[dict[str, Any]]:
@@ -114,9 +140,64 @@ def fpr_rows(
             counted = _count(by[(setting, test)])
             if not counted["cells"]:
                 continue
-            bound = fpr_upper_bound(counted["evidence"], counted["applicable"])
-            out.append({"setting": setting, "test": test, **counted, "fpr_upper_95": bound})
+            groups = _groups(by[(setting, test)])
+            out.append(
+                {
+                    "setting": setting,
+                    "test": test,
+                    **counted,
+                    "fpr_upper_95": fpr_upper_bound(counted["evidence"], counted["applicable"]),
+                    **groups,
+                    "group_upper_95": fpr_upper_bound(groups["groups_evidence"], groups["groups"]),
+                }
+            )
     return out
+
+
+def breakdown_markdown(
+    cells: Sequence[Mapping[str, Any]],
+    verdicts: Sequence[Mapping[str, Any]],
+    tests: Sequence[str],
+    by: str,
+    notes: Mapping[str, str] | None = None,
+) -> str:
+    """The negatives' ``evidence`` among applicable cells per setting, with one row per
+    ``by`` (``model``: each negative family, twins as the memorizer on twins; ``dataset``:
+    each file) and a column per test and per dataset verdict; ``notes`` adds a last column
+    (which baseline a family shares a model with)."""
+    rows = [r for r in [*cells, *verdicts] if role(r) == "negative"]
+    columns = [*tests, *sorted({str(v["test"]) for v in verdicts}, key=_verdict_order)]
+    parts = []
+    for setting in sorted({str(r["setting"]) for r in rows}):
+        tally: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+        for r in rows:
+            if str(r["setting"]) == setting:
+                tally[(_breakdown_label(r, by), str(r["test"]))].append(r)
+        body = []
+        for label in sorted({label for label, _ in tally}):
+            cells_ = []
+            for test in columns:
+                counted = _count(tally.get((label, test), []))
+                cells_.append(f"{counted['evidence']}/{counted['applicable']}")
+            if notes is not None:
+                cells_.append(notes.get(label.split(" ")[0], ""))
+            body.append([label, *cells_])
+        header = [by if by != "model" else "negative", *columns]
+        if notes is not None:
+            header.append("shares a model with a baseline")
+        parts.append(f"### setting: {setting}\n\n" + markdown(header, body))
+    return "\n\n".join(parts)
+
+
+def _breakdown_label(row: Mapping[str, Any], by: str) -> str:
+    if by == "model" and row["transform"] == "twin":
+        return f"{row['model']} on twins"
+    return str(row[by])
+
+
+def _verdict_order(label: str) -> tuple[int, str]:
+    """The product's dataset verdict first, then the suites' variants."""
+    return (label != DATASET_VERDICT, label)
 
 
 def power_rows(
@@ -168,8 +249,10 @@ def fpr_table(fpr: Sequence[Mapping[str, Any]], inapplicable: Mapping[str, str])
         n = r["applicable"]
         if n:
             bound = f"{r['fpr_upper_95']:.4f}"
+            group_bound = f"{r['groups_evidence']}/{r['groups']}, {r['group_upper_95']:.4f}"
         else:
             bound = inapplicable.get(r["test"], "not applicable on every cell")
+            group_bound = "-"
         body.append(
             [
                 r["setting"],
@@ -179,14 +262,26 @@ def fpr_table(fpr: Sequence[Mapping[str, Any]], inapplicable: Mapping[str, str])
                 str(r["evidence"]),
                 str(r["ambiguous"]),
                 bound,
+                group_bound,
             ]
         )
     return body
 
 
-FPR_HEADER = ("setting", "test", "negatives", "n/a", "evidence", "ambiguous", "FPR <= (95%)")
+FPR_HEADER = (
+    "setting",
+    "test",
+    "negatives",
+    "n/a",
+    "evidence",
+    "ambiguous",
+    "FPR per cell <= (95%)",
+    "groups with evidence, FPR per group <= (95%)",
+)
 """The FPR table's columns: applicable negative cells, those not applicable, ``evidence`` and
-``ambiguous`` among the applicable, and the exact one-sided 95 % upper bound of the FPR."""
+``ambiguous`` among the applicable, the exact one-sided 95 % upper bound of the FPR per cell,
+and per model × file group (``GROUP_KEY``): the groups with an ``evidence`` cell among the
+applicable groups, and the same bound with the group as the unit."""
 
 
 def power_markdown(power: Sequence[Mapping[str, Any]]) -> str:
