@@ -5,6 +5,7 @@ import random
 import pytest
 
 from tabmem.stats.best_of import (
+    BOOSTED,
     COPULA,
     DRAW,
     MODE,
@@ -85,6 +86,18 @@ def test_the_copula_prefers_the_consistent_record_and_ties_are_split():
     copula = predictors.copula_scores(options, [[2]] * 5, 3)
     chances = choice_chances({"copula": copula, "flat": [0.0] * 5}, 0)
     assert chances == {"copula": 1.0, "flat": pytest.approx(1 / 5)}
+
+
+def test_a_choice_is_scored_by_every_data_only_rule_the_boosted_models_included():
+    rows = coded_rows()
+    predictors = ValuePredictors(rows)
+    record = {0: rows[3][0], 1: rows[3][1]}
+    options = [{**record, 2: value} for value in ("v0", "v1", "v2", "v3", "v4")]
+    scores = predictors.choice_scores(options, [[2]] * 5, 3)
+    assert set(scores) == {NEIGHBOURS, COPULA, BOOSTED}
+    # the group tells the value: every rule prefers v0 for a row of group 0
+    assert choice_chances(scores, 0) == {NEIGHBOURS: 1.0, COPULA: 1.0, BOOSTED: 1.0}
+    assert scores[COPULA] == predictors.copula_scores(options, [[2]] * 5, 3)
 
 
 def test_whole_records_the_rules_prefer_the_consistent_one_and_the_best_single_rule():

@@ -31,7 +31,7 @@ from tabmem.prompts.fewshot import fit_to_context
 from tabmem.prompts.observations import dataset_title
 from tabmem.prompts.probe_records import ValueTable
 from tabmem.results import QueryRecord, TestResult
-from tabmem.stats.best_of import CHANCE, COPULA, MODE, NEIGHBOURS, BestOf, choice_chances
+from tabmem.stats.best_of import CHANCE, MODE, NEIGHBOURS, BestOf, choice_chances
 from tabmem.stats.hits import HitCount, unreachable_reason
 from tabmem.stats.probes import (
     ChoiceSummary,
@@ -48,24 +48,21 @@ FAILED = "failed"
 @dataclass(frozen=True)
 class ChoiceQuestion:
     """One question: the user text (options included), the options, the right one, and each
-    option's score under the frequency rule (``tabmem.stats.probes``), the data-only rule (a
-    nearest-neighbour model of the file without the asked record) and the copula rule (the
-    file's Gaussian copula without it)."""
+    option's score under the frequency rule (``tabmem.stats.probes``) and under each
+    data-only rule (``ValuePredictors.choice_scores``: nearest neighbours, the copula, the
+    boosted models, each without the asked record)."""
 
     text: str
     options: tuple[Option, ...]
     correct: int
     frequency_scores: tuple[float, ...]
-    rule_scores: tuple[float, ...]
+    rule_scores: dict[str, tuple[float, ...]]
     extra: dict[str, Any] = field(default_factory=dict)
-    copula_scores: tuple[float, ...] = ()
 
     def chances(self, n_options: int) -> dict[str, float]:
         """Each data-only rule's chance of picking the right option, and chance itself: the
         question's baseline is the best of them (``tabmem.stats.best_of``)."""
-        scores = {MODE: self.frequency_scores, NEIGHBOURS: self.rule_scores}
-        if self.copula_scores:
-            scores[COPULA] = self.copula_scores
+        scores = {MODE: self.frequency_scores, **self.rule_scores}
         return {**choice_chances(scores, self.correct), CHANCE: 1.0 / n_options}
 
 
@@ -83,23 +80,12 @@ class Shuffled:
         return tuple(values[i] for i in self.order)
 
     def question(
-        self,
-        text: str,
-        rule: Sequence[float],
-        copula: Sequence[float],
-        extra: dict[str, Any],
+        self, text: str, rules: Mapping[str, Sequence[float]], extra: dict[str, Any]
     ) -> ChoiceQuestion:
-        """The question these options make, with the data-only rule's and the copula's
-        scores (given in the original order) in the shuffled one."""
-        return ChoiceQuestion(
-            text,
-            self.options,
-            self.correct,
-            self.scores,
-            self.reorder(rule),
-            extra,
-            self.reorder(copula),
-        )
+        """The question these options make, with each data-only rule's scores (given in the
+        original order) in the shuffled one."""
+        shuffled = {name: self.reorder(scores) for name, scores in rules.items()}
+        return ChoiceQuestion(text, self.options, self.correct, self.scores, shuffled, extra)
 
 
 def shuffle_options(
@@ -243,7 +229,7 @@ class ChoiceProbe(Lifecycle[ChoiceQuestion, ProbeFacts]):
                 "frequency_rule_hit": frequency_rule_hit(
                     question.frequency_scores, question.correct
                 ),
-                "rule_hit": frequency_rule_hit(question.rule_scores, question.correct),
+                "rule_hit": frequency_rule_hit(question.rule_scores[NEIGHBOURS], question.correct),
                 "baseline_chances": question.chances(len(question.options)),
             },
         )

@@ -53,8 +53,7 @@ def _question(
     scores = [log_frequency(table.counts[attribute], v) for v in values]
     shown = {j: v for j, v in enumerate(table.rows[row]) if j not in hidden}
     records = [{**shown, attribute: v} for v in values]
-    rule = predictors.neighbours.choice_scores(records, [[attribute]] * len(values), exclude=[row])
-    copula = predictors.copula_scores(records, [[attribute]] * len(values), row)
+    rules = predictors.choice_scores(records, [[attribute]] * len(values), row)
     shuffled = shuffle_options(options, scores, rng)
     text = p.question.format(
         source=source,
@@ -69,7 +68,7 @@ def _question(
         "hidden": [table.names[j] for j in hidden],
         "true_value": values[0],
     }
-    return shuffled.question(text, rule, copula, extra)
+    return shuffled.question(text, rules, extra)
 
 
 def completion_questions(

@@ -52,12 +52,11 @@ def _question(
     scores = [sum(log_frequency(table.counts[j], v[j]) for j in changed) for v in versions]
     every = list(range(len(table.names)))
     records = [dict(enumerate(v)) for v in versions]
-    rule = predictors.neighbours.choice_scores(records, [every] * len(versions), exclude=[row])
-    copula = predictors.copula_scores(records, [every] * len(versions), row)
+    rules = predictors.choice_scores(records, [every] * len(versions), row)
     shuffled = shuffle_options(options, scores, rng)
     text = p.question.format(source=source, options=option_block(shuffled.options))
     extra = {"row": row + 1, "changed": [table.names[j] for j in changed]}
-    return shuffled.question(text, rule, copula, extra)
+    return shuffled.question(text, rules, extra)
 
 
 def existence_questions(

@@ -55,6 +55,7 @@ BASELINE_SHARED = {
     "oracle-marginal": "the sample test's copy null draws independent marginals",
     "oracle-learner": "the count tests' baselines include its nearest-neighbour predictor",
     "oracle-copula": "the count tests' baselines and the sample test's copy null use its copulas",
+    "oracle-boosted-t0.25": "the choice probes' baselines score options by its boosted models",
 }
 """The negatives that share a model with some test's baseline, and which: they sit at that
 test's null by construction, so they prove little about it."""

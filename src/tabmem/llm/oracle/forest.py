@@ -7,7 +7,7 @@ column (scikit-learn's ``RandomForestClassifier`` for text or a column of at mos
 ``RandomForestRegressor`` for a measurement; 50 trees of depth 10 at most) fitted on the
 columns the prompt shows.
 
-It never knows the row it is asked about, by cross-fitting (``tabmem.llm.oracle.crossfit``):
+It never knows the row it is asked about, by cross-fitting (``tabmem.stats.crossfit``):
 each forest is fitted once per fold, on the rows of the other folds, and a query is answered
 by the forest of the fold that holds out its asked row.
 
@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 
 from tabmem.data.values import normalize_value
-from tabmem.llm.oracle.crossfit import FOLDS, CrossFitted, stable_seed
 from tabmem.llm.oracle.learner import ConditionalModel, LearnerOracle, _Knowledge
 from tabmem.llm.oracle.models import _Table
+from tabmem.stats.crossfit import FOLDS, CrossFitted, stable_seed
 from tabmem.stats.draws import weighted_index
 from tabmem.stats.neighbours import Column
 
