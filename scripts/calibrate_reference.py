@@ -56,6 +56,12 @@ def main(argv: list[str] | None = None) -> int:
         help=f"seeds per share of the power grid ({SIZES['power'].power_seeds} in size power)",
     )
     parser.add_argument(
+        "--boundary-seeds",
+        type=int,
+        help=f"seeds at the boundary shares {', '.join(map(str, SIZES['power'].boundary))} "
+        f"({SIZES['power'].boundary_seeds} in size power)",
+    )
+    parser.add_argument(
         "--first-seed",
         type=int,
         help="the first seed of both grids (default 0): runs with other seeds add up",
@@ -99,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     changes = {
         "negative_seeds": args.negative_seeds,
         "power_seeds": args.power_seeds,
+        "boundary_seeds": args.boundary_seeds,
         "first_seed": args.first_seed,
         "shares": tuple(float(s) for s in args.shares) if args.shares else None,
         "rests": args.rests,

@@ -182,6 +182,22 @@ def test_fpr_rows_count_applicable_dataset_verdicts_only() -> None:
     assert fpr[DATASET_VERDICT]["evidence"] == 1
 
 
+def test_boundary_shares_run_on_more_seeds() -> None:
+    size = replace(
+        SIZES["power"], datasets=("iris",), settings=("default",), power_seeds=2, boundary_seeds=3
+    )
+    jobs = plan_jobs(size, {"default": {t: {} for t in ("header",)}})
+    per_share: dict[tuple[float, str], int] = {}
+    for job in jobs:
+        for spec in job.models:
+            assert spec.recall is not None
+            key = (spec.recall.share, spec.recall.rest_label)
+            per_share[key] = per_share.get(key, 0) + 1
+    assert {rest for _, rest in per_share} == {"forest-quiet", "forest"}
+    assert per_share[(0.05, "forest-quiet")] == per_share[(0.1, "forest")] == 3
+    assert per_share[(0.02, "forest-quiet")] == per_share[(0.4, "forest")] == 2
+
+
 def test_the_group_bound_counts_a_model_on_a_file_once() -> None:
     """Fourteen seeds of one model on one file are one unit, however many find evidence."""
     rows = [

@@ -78,6 +78,8 @@ SETTINGS = {"default": "test=calibration", "papers": "test=calibration_papers"}
 """The query settings and the suite whose members' configs give each test's counts; a test
 the papers' suite leaves out is asked at its default counts there."""
 SHARES = (0.02, 0.05, 0.1, 0.2, 0.4)
+BOUNDARY_SHARES = (0.05, 0.1)
+"""The shares where the dataset verdict's power crosses 0.8 on some file: run on more seeds."""
 CELL_FIELDS = (
     "model",
     "rest",
@@ -123,6 +125,9 @@ class Size:
     first_seed: int = 0
     shares: tuple[float, ...] = SHARES
     rests: tuple[str, ...] = tuple(RESTS)
+    boundary: tuple[float, ...] = ()
+    """Shares where power is read at its edge, run on ``boundary_seeds`` seeds instead."""
+    boundary_seeds: int = 0
     settings: tuple[str, ...] = tuple(SETTINGS)
     tests: tuple[str, ...] = ()
     negatives: tuple[str, ...] = ()
@@ -139,13 +144,19 @@ SIZES = {
         negatives=("oracle-null", "oracle-learner"),
     ),
     "negatives": Size(power_seeds=0),
-    "power": Size(negative_seeds=0),
+    "power": Size(
+        negative_seeds=0,
+        rests=("forest-quiet", "forest"),
+        boundary=BOUNDARY_SHARES,
+        boundary_seeds=50,
+    ),
 }
 """``smoke``: seconds, for the test suite. ``negatives``: the false-positive tables, 14 seeds
 of the six negatives (five oracles on the real files, the memorizer on twins) on the six paper
 files, 504 cells per test and setting, and further seeds for a test until 504 of its cells
-are applicable. ``power``: the power tables, 20 seeds of the partial
-memorizer per share and rest. Each table says how long its run took."""
+are applicable. ``power``: the power tables, 20 seeds of the partial memorizer per share
+(50 at the boundary shares 0.05 and 0.1) with the forest learner as its rest, quiet (it
+volunteers no known row) and not. Each table says how long its run took."""
 
 
 @dataclass
@@ -223,23 +234,32 @@ def plan_jobs(size: Size, settings: dict[str, dict[str, Any]]) -> list[Job]:
     for setting in size.settings:
         own, also = asked_at(size, settings, setting), counted_also(size, setting)
         for dataset in size.datasets:
-            for nth in range(max(size.negative_seeds, size.power_seeds)):
+            most = max(size.negative_seeds, size.power_seeds, size.boundary_seeds)
+            for nth in range(most):
                 seed = size.first_seed + nth
                 models: list[ModelSpec] = []
                 if nth < size.negative_seeds:
                     models += [ModelSpec.of(name) for name in negatives(size)]
-                if nth < size.power_seeds:
-                    models += [
-                        ModelSpec("oracle-partial", Recall.of_rest(share, seed, rest))
-                        for rest in size.rests
-                        for share in size.shares
-                    ]
+                models += [
+                    ModelSpec("oracle-partial", Recall.of_rest(share, seed, rest))
+                    for rest in size.rests
+                    for share in size.shares
+                    if nth < power_seeds(size, share)
+                ]
                 if models and own:
                     jobs.append(Job(dataset, "original", seed, setting, tuple(models), own, also))
                 if nth < size.negative_seeds and own:
                     twin = (ModelSpec(TWIN_MODEL),)
                     jobs.append(Job(dataset, "twin", seed, setting, twin, own, also))
     return jobs
+
+
+def power_seeds(size: Size, share: float) -> int:
+    """The seeds a share runs on: ``boundary_seeds`` at a boundary share, else
+    ``power_seeds`` (none where power is not run)."""
+    if not size.power_seeds:
+        return 0
+    return size.boundary_seeds if share in size.boundary else size.power_seeds
 
 
 def top_up_jobs(
