@@ -1,5 +1,6 @@
 """reference_ratio and zlib_ratio on hand-made files, with scripted models that score text."""
 
+import random
 import zlib
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from tabmem.data.twin import twin_of
 from tabmem.errors import ConfigError
 from tabmem.llm.client import LanguageModel
 from tabmem.results import Verdict
+from tabmem.stats.blind_check import EXPLAINED
 from tabmem.stats.verdicts import reaches
 
 # Values scattered by a multiplicative hash: rows in no order, drawn from a few columns.
@@ -151,11 +153,78 @@ def test_what_the_reference_knows_as_well_cancels():
 def test_zlib_ratio_finds_a_model_that_read_the_file():
     result = ZlibRatio().run(context("zlib_ratio", Scorer("tuned", ROWS, bonus=0.5)))
     assert result.verdict == Verdict.EVIDENCE, result.reason
-    assert reaches(result.metrics["effect"], 0.2) and result.baseline == 0.5
+    assert reaches(result.metrics["effect"], 0.2) and result.metrics["win_rate"] == 1.0
+    # the baseline is the best data-only rule's rate on the same pairs (a coin flip at least)
+    assert result.baseline == max(0.5, result.metrics["data_only_rate"]) >= 0.5
     record = result.records[0]
     assert record.extra["score_real"] == pytest.approx(
         -record.extra["bits_real"] / record.extra["zlib_bits_real"]
     )
+
+
+def _rule_row(draw: random.Random) -> str:
+    x = draw.randrange(20)
+    y = x * 7 % 20 if draw.random() > 0.1 else draw.randrange(20)
+    return f"{x},{y},{draw.random():.2f}\n"
+
+
+_draw = random.Random(0)
+# Nine rows in ten follow y = 7x mod 20, a rule no Gaussian copula can draw: the twin's rows
+# mostly break it, and a nearest-neighbour model of the file (which has x's other rows) sees it.
+RULE = "x,y,z\n" + "".join(_rule_row(_draw) for _ in range(300))
+
+
+class RuleKnower(Scorer):
+    """Has read no row, but knows the rule that writes the file (a textbook's knowledge of the
+    domain): a nat a token more on every row that follows it."""
+
+    def logprobs(self, text, context=""):
+        x, y, _ = text.split(",")
+        follows = int(y) == int(x) * 7 % 20
+        return [v + (1.0 if follows else 0.0) for v in super().logprobs(text, context)]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_model_that_knows_what_the_twin_misses_but_read_no_row_gets_no_evidence(seed):
+    # Issue 54: a twin that misses part of the joint distribution makes real rows "more
+    # typical" to anything that knows the domain. The model prefers the real row in about 90 %
+    # of the pairs, as the nearest-neighbour rule does: under a coin-flip null both tests
+    # called that evidence (sign-flip p = 0.0005, effect about 2); against the rule, nothing.
+    data = dataset(RULE, "rule")
+    zlib_ratio = ZlibRatio().run(context("zlib_ratio", RuleKnower("knows"), data, seed=seed))
+    against_base = WithReference(Scorer("base")).run(
+        context("reference_ratio", RuleKnower("knows"), data, seed=seed)
+    )
+    for result in (zlib_ratio, against_base):
+        assert result.verdict != Verdict.EVIDENCE, result.reason
+        assert result.metrics["win_rate"] >= 0.85
+        assert result.metrics["sign_flip_p_value"] < 0.01 and result.metrics["effect"] > 1
+        assert result.baseline == result.metrics["data_only_rate"] >= 0.8
+        assert result.info["baseline_set_by"] == "nearest neighbours"
+        assert result.metrics["distribution_explains"] == 1.0
+        assert EXPLAINED in result.reason and "nearest neighbours" in result.reason
+        chances = result.records[0].extra["baseline_chances"]
+        assert set(chances) >= {"nearest neighbours", "copula conditional", "mode", "chance"}
+
+
+def test_on_such_a_file_a_model_that_read_the_rows_can_still_be_told_apart():
+    # The same file, a model that has read its rows and knows no rule: it wins every pair,
+    # and over 100 pairs that is significant against the rule's rate (0.9 or so). The margin
+    # of 0.1 above it cannot be reached, so the cell says what it saw and stays ambiguous.
+    data = dataset(RULE, "rule")
+    tuned = Scorer("tuned", data.rows, bonus=0.5)
+    result = ZlibRatio().run(context("zlib_ratio", tuned, data, n_rows=100))
+    assert result.metrics["win_rate"] == 1.0 and result.p_value < 0.01
+    assert result.baseline > 0.9 and result.verdict == Verdict.AMBIGUOUS, result.reason
+    assert EXPLAINED in result.reason
+
+
+def test_where_no_rule_beats_a_coin_flip_a_model_that_read_the_rows_gets_evidence():
+    result = ZlibRatio().run(context("zlib_ratio", Scorer("tuned", ROWS, bonus=0.5), seed=1))
+    assert result.metrics["win_rate"] == 1.0 and result.baseline == 0.5
+    assert result.info["baseline_set_by"] == "chance"
+    assert result.verdict == Verdict.EVIDENCE, result.reason
+    assert result.p_value == pytest.approx(0.5**50)
 
 
 def test_zlib_ratio_on_a_model_that_read_nothing_is_no_evidence():

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from harness import settings_of
 
+from tabmem.battery import min_k_prob
 from tabmem.battery.base import TestContext, run_test
 from tabmem.battery.min_k_prob import MinKProb, file_order, row_pairs
 from tabmem.battery.row_order import RowOrderTest, shuffled_orders
@@ -19,6 +20,7 @@ from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.logprobs import ScoreRequest
 from tabmem.results import Verdict
+from tabmem.stats.blind_check import EXPLAINED
 from tabmem.stats.contrast import ContrastTable
 from tabmem.stats.independence import row_order_check
 
@@ -221,6 +223,32 @@ def test_min_k_prob_memorizer_is_evidence():
     assert result.n_hits == result.n_queries == 20
     assert result.p_value == pytest.approx(0.5**20)
     assert result.baseline == 0.5
+
+
+def test_min_k_prob_a_model_no_better_than_a_data_only_rule_gets_no_evidence(monkeypatch):
+    # Pairs whose real row a data-only rule prefers nine times in ten, and a model that
+    # prefers it in the same pairs: p < 1e-8 against a coin flip, nothing against the rule,
+    # and the reason says that the file alone explains it.
+    data = dataset(CENSUS, "census")
+    liked = {row for i, row in enumerate(data.rows) if i % 10}
+
+    class Picky(ScoringBackend):
+        def logprobs(self, text, context=""):
+            return [-0.1 if text in liked else -2.0 if text in data.rows else -1.0] * len(text)
+
+    def rule(dataset, pairs):
+        return {
+            row: {"nearest neighbours": float(real in liked), "chance": 0.5}
+            for row, real, _ in pairs
+        }
+
+    monkeypatch.setattr(min_k_prob, "pair_chances", rule)
+    result = MinKProb().run(context("min_k_prob", Picky(CENSUS), data, n_rows=50))
+    assert result.metrics["pairs_tied"] == 0 and result.metrics["win_rate"] >= 0.8
+    assert result.baseline == pytest.approx(result.metrics["win_rate"])
+    assert result.info["baseline_set_by"] == "nearest neighbours"
+    assert result.verdict == Verdict.NO_EVIDENCE, result.reason
+    assert EXPLAINED in result.reason and result.metrics["distribution_explains"] == 1.0
 
 
 def test_min_k_prob_a_model_that_knows_formats_and_distribution_gets_no_evidence():

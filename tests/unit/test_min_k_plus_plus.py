@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from harness import settings_of
 from rich.console import Console
+from test_likelihood_tests import RULE
 
 from tabmem.api import compose_config
 from tabmem.battery.base import TestContext, run_test
@@ -21,6 +22,7 @@ from tabmem.llm.client import LanguageModel
 from tabmem.llm.logprobs import ScoreRequest, score_key
 from tabmem.llm.moments import moments_key, score_moments
 from tabmem.results import Verdict
+from tabmem.stats.blind_check import EXPLAINED
 from tabmem.stats.likelihood import min_k_plus_plus_score, token_zscores
 from tabmem.stats.min_k import min_k_score
 
@@ -147,18 +149,43 @@ def test_scores_with_moments_are_cached_under_their_own_kind(tmp_path):
 
 
 def test_a_model_that_read_the_file_is_evidence():
-    # A tenth of a standard deviation a token on the real rows: invisible row by row, plain
-    # over 50 pairs.
-    result = MinKPlusPlus().run(context(MomentScorer("tuned", ROWS, bonus=0.1)))
+    # A fifth of a standard deviation a token on the real rows: small row by row, plain over
+    # 50 pairs. The pairs won are counted against the best data-only rule's rate on the same
+    # pairs (0.6 here: the copula prefers the real row in 30 of 50), so a tenth (34 of 50
+    # won, sign-flip p = 0.006 against a coin flip) is no longer enough.
+    result = MinKPlusPlus().run(context(MomentScorer("tuned", ROWS, bonus=0.2)))
     assert result.verdict == Verdict.EVIDENCE, result.reason
     assert result.p_value < 0.01 and result.metrics["pairs_scored"] == 50
     assert result.n_hits == result.metrics["pairs_won"] > 30
     record = result.records[0]
     assert record.extra["tokens_real"] == len(record.expected)
-    real = MomentScorer("tuned", ROWS, bonus=0.1).triples(record.expected)
+    real = MomentScorer("tuned", ROWS, bonus=0.2).triples(record.expected)
     assert record.extra["score_real"] == pytest.approx(
         min_k_plus_plus_score(*zip(*real, strict=True), 20)
     )
+
+
+class RuleKnower(MomentScorer):
+    """Has read no row but knows the rule that writes nine rows of ``RULE`` in ten (y = 7x
+    mod 20, which the twin's copula misses): half a standard deviation a token more on every
+    row that follows it."""
+
+    def triples(self, text):
+        x, y, _ = text.split(",")
+        lift = 0.5 if int(y) == int(x) * 7 % 20 else 0.0
+        return [(lp + sd * lift, mean, sd) for lp, mean, sd in super().triples(text)]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_model_that_knows_what_the_twin_misses_but_read_no_row_gets_no_evidence(seed):
+    # It prefers the real row about as often as the nearest-neighbour rule of the file does:
+    # evidence against a coin flip, nothing against the rule.
+    result = MinKPlusPlus().run(context(RuleKnower("knows"), dataset(RULE, "rule"), seed=seed))
+    assert result.verdict != Verdict.EVIDENCE, result.reason
+    assert result.metrics["win_rate"] >= 0.8 and result.metrics["sign_flip_p_value"] < 0.01
+    assert result.baseline == result.metrics["data_only_rate"] >= 0.8
+    assert result.info["baseline_set_by"] == "nearest neighbours"
+    assert EXPLAINED in result.reason
 
 
 @pytest.mark.parametrize("seed", range(4))

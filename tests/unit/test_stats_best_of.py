@@ -110,7 +110,8 @@ def test_whole_records_the_rules_prefer_the_consistent_one_and_the_best_single_r
     assert chances[COPULA] == 1.0
     # the contrast's value is held by ten rows, the real one by nine without the row
     assert chances[MODE] == 0.0
-    best = BestOf.of([chances, {**chances, NEIGHBOURS: 0.0, COPULA: 0.0}])
+    assert chances[BOOSTED] == 1.0
+    best = BestOf.of([chances, {**chances, NEIGHBOURS: 0.0, COPULA: 0.0, BOOSTED: 0.0}])
     assert best.best_single == best.rate == 0.5  # one rule right on one pair of two, or the coin
     assert "copula conditional 0.500" in best.single_sentence()
 

@@ -7,8 +7,10 @@ drawn from that distribution. A position where the model hesitates among many to
 where it is sure become comparable, so a row's score (the mean of its k% lowest standardised
 tokens) says how far its least expected tokens fall below a typical draw, not how rare its
 values are. For a seeded sample of rows, each real row and the twin's row at its place are
-scored after the same context (``battery.twin_pairs``), and the real rows' scores are compared
-with their twin rows' by a one-sided paired sign-flip permutation test.
+scored after the same context (``battery.twin_pairs``), and the pairs the real row wins are
+compared with the rate at which the best data-only rule prefers it on the same pairs (the
+blind check, ``tabmem.stats.blind_check``); the paired sign-flip permutation test of the
+scores' differences is reported beside it.
 
 The moments need the model's whole distribution at each token: a backend with the logits in
 hand (transformers); any other model is ``not_applicable`` with the reason
@@ -88,7 +90,7 @@ class MinKPlusPlus(TwinPairTest[TwinFacts]):
                 "tokens_twin": len(twin.logprobs),
             }
 
-        return pair_record(answer.query, answer.response, scores, *self.keys)
+        return pair_record(answer.query, answer.response, scores, self.keys, facts)
 
     def decide(
         self,

@@ -17,19 +17,20 @@ comparison with what a data-only model prefers on the same pairs — this test t
 paired comparison: contrasts drawn so that *no* data-only model can tell them would have to be
 draws from the joint distribution given the rest of the row, which is the model we would have
 to trust, and any structure it misses a model may find; the paired comparison instead states,
-per pair, each data-only rule's chance of preferring the real row (``tabmem.stats.best_of``:
-the values' frequencies, a nearest-neighbour model and the Gaussian copula of the file, each
-without the real row, as the existence probe's rules), and the baseline is the best rule's
-(or a coin flip's, where higher) rate of preferring the real row on the very pairs the model
-won or lost. The pairs the model wins (untied) are compared with it by the exact binomial
-tail. Unlike the count tests, the baseline is not the best rule per pair: with two options,
-that is 1 wherever two rules disagree (0.87 on the unit tests' places file, where each rule
-alone prefers the real row in 33 % to 53 % of the pairs), which no single model reaches.
+per pair, each data-only rule's chance of preferring the real row (``tabmem.stats.blind_check``,
+shared with the twin tests: the values' frequencies, a nearest-neighbour model and the
+Gaussian copula of the file, each without the real row, as the existence probe's rules), and
+the baseline is the best rule's (or a coin flip's, where higher) rate of preferring the real
+row on the very pairs the model won or lost. The pairs the model wins (untied) are compared
+with it by the exact binomial tail. Unlike the count tests, the baseline is not the best rule
+per pair: with two options, that is 1 wherever two rules disagree (0.87 on the unit tests'
+places file, where each rule alone prefers the real row in 33 % to 53 % of the pairs), which
+no single model reaches. Where the best rule alone would be ``evidence`` against a coin flip,
+the reason says that the file's distribution alone explains such a win rate.
 """
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,13 +44,11 @@ from tabmem.data import Dataset
 from tabmem.llm.logprobs import ScoreRequest, ScoreResponse
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.auc import auc
-from tabmem.stats.best_of import BestOf, predictors_of
+from tabmem.stats.blind_check import BlindCheck, evidence_rule, pair_chances
 from tabmem.stats.contrast import ContrastTable
 from tabmem.stats.independence import RowOrder, row_order_check
 from tabmem.stats.min_k import min_k_score
 from tabmem.stats.permutation import paired_sign_test
-from tabmem.stats.pvalues import binomial_greater
-from tabmem.stats.verdicts import decide
 
 
 @dataclass(frozen=True)
@@ -180,23 +179,6 @@ class PairFacts:
     chances: dict[int, dict[str, float]]
 
 
-def pair_chances(dataset: Dataset, pairs: Sequence[RowPair]) -> dict[int, dict[str, float]]:
-    """Per pair, each data-only rule's chance of preferring the real row to its contrast,
-    fitted without the real row (``ValuePredictors.record_choice``; fields read as
-    ``text_columns`` reads them, so the predictors are the other tests')."""
-    predictors = predictors_of(dataset)
-
-    def fields(line: str) -> list[str]:
-        return [f.strip() for f in next(csv.reader([line], delimiter=dataset.delimiter))]
-
-    return {
-        pair.row: predictors.record_choice(
-            [fields(pair.real), fields(pair.contrast)], 0, pair.row - 1
-        )
-        for pair in pairs
-    }
-
-
 @register_lifecycle
 class MinKProb(ScoringTest[RowPair, PairFacts]):
     """Score real rows and their contrast rows; the share of pairs won, exact sign test."""
@@ -231,7 +213,7 @@ class MinKProb(ScoringTest[RowPair, PairFacts]):
                 f"values vary and a donor that brings other values); the test needs {min_pairs}",
                 info={"pairs_dropped": sample.dropped},
             )
-        chances = pair_chances(ctx.dataset, sample.pairs)
+        chances = pair_chances(ctx.dataset, [(q.row, q.real, q.contrast) for q in sample.pairs])
         return sample.pairs, PairFacts(p.k_percent, sample.dropped, order, chances)
 
     def word(
@@ -272,15 +254,9 @@ def _result(ctx: TestContext, records: list[QueryRecord], facts: PairFacts) -> T
     p = ctx.params
     k, dropped = facts.k, facts.dropped
     scored = [r for r in records if r.error is None]
-    alpha, min_rate = p.alpha, p.min_win_rate
+    alpha, margin = p.alpha, p.min_win_rate - 0.5
     base = {
-        "evidence_rule": (
-            f"share of untied pairs where the real row's Min-K% score beats its contrast's at "
-            f"least {min_rate - 0.5:g} above the baseline — the rate at which the best data-only "
-            "rule (frequencies, nearest neighbours, the Gaussian copula, each without the real "
-            "row; a coin flip where higher) prefers the real row on the same pairs — with an "
-            f"exact binomial p < {alpha}"
-        ),
+        "evidence_rule": evidence_rule("Min-K% score", alpha, margin),
         "k_percent": k,
         "donors": _donors(facts.order, p.donor_window),
     }
@@ -295,20 +271,12 @@ def _result(ctx: TestContext, records: list[QueryRecord], facts: PairFacts) -> T
     other = [r.extra["min_k_contrast"] for r in scored]
     test = paired_sign_test(real, other)
     untied = [r for r in scored if r.extra["min_k_real"] != r.extra["min_k_contrast"]]
-    best = BestOf.of([r.extra["baseline_chances"] for r in untied])
-    baseline = best.best_single if untied else 0.5
-    p_value = binomial_greater(test.wins, len(untied), baseline)
+    blind = BlindCheck.of([r.extra["baseline_chances"] for r in untied], test.wins, alpha, margin)
     mean_lp = paired_sign_test(
         [r.extra["loglik_real"] / r.extra["tokens_real"] for r in scored],
         [r.extra["loglik_contrast"] / r.extra["tokens_contrast"] for r in scored],
     )
-    decision = decide(
-        f"pairs won - the data-only baseline ({best.single_sentence()})",
-        p_value,
-        test.win_rate - baseline,
-        alpha,
-        min_rate - 0.5,
-    )
+    decision = blind.decision("Min-K% score")
     in_file = set(ctx.dataset.rows)
     return TestResult(
         test="min_k_prob",
@@ -320,10 +288,10 @@ def _result(ctx: TestContext, records: list[QueryRecord], facts: PairFacts) -> T
         n_queries=len(records),
         n_hits=test.wins,
         rate=test.win_rate,
-        baseline=baseline,
-        p_value=p_value,
+        baseline=blind.baseline,
+        p_value=blind.p_value,
         metrics={
-            **best.metrics(),
+            **blind.metrics(),
             "sign_test_p_value": test.p_value,
             "win_rate": test.win_rate,
             "pairs_won": test.wins,
@@ -340,12 +308,6 @@ def _result(ctx: TestContext, records: list[QueryRecord], facts: PairFacts) -> T
             "mean_min_k_real": sum(real) / len(real),
             "mean_min_k_contrast": sum(other) / len(other),
         },
-        info={
-            **base,
-            "baseline_set_by": max(best.accuracies(), key=best.accuracies().__getitem__)
-            if untied
-            else "",
-            "prompt_form": "log-probabilities (no generation)",
-        },
+        info={**base, **blind.info(), "prompt_form": "log-probabilities (no generation)"},
         records=records,
     )

@@ -6,9 +6,10 @@ the same context (``battery.twin_pairs``) by the model and by a reference model 
 read the file (in the contamination lab, the checkpoint before fine-tuning). A row's score is
 its log-likelihood under the model minus under the reference: what the row itself brings
 (length, rare values, how predictable its columns are) moves both and cancels, what the model
-learnt of these very rows does not. The real rows' scores are compared with their twin rows'
-by a paired sign-flip permutation test, one-sided (Maini et al. 2024 aggregate many weak
-per-row signals the same way).
+learnt of these very rows does not. The pairs the real row wins are compared with the rate at
+which the best data-only rule prefers it on the same pairs (the blind check,
+``tabmem.stats.blind_check``); the one-sided paired sign-flip permutation test of the scores
+(Maini et al. 2024 aggregate many weak per-row signals so) is reported beside it.
 
 The null is that the model prefers real rows to twin rows no more than the reference does.
 That fails when the model knows the data's distribution much better than the reference (real
@@ -159,7 +160,7 @@ class ReferenceRatio(TwinPairTest[ReferenceFacts]):
                 "reference_tokens_real": len(ref_real.logprobs),
             }
 
-        return pair_record(answer.query, answer.response, scores, *self.keys)
+        return pair_record(answer.query, answer.response, scores, self.keys, facts)
 
     def decide(
         self,

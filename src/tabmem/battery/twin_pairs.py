@@ -9,7 +9,13 @@ header alone in a file whose rows run in order, where the rows before a real row
 what comes next to a model without memory, and no twin row fits its context so). A
 model that has read the file finds its real rows likelier, against the reference, than the
 twin's rows; a model that has not has no reason to, in so far as the reference takes out what
-a model may know of the data without its rows (docs/logprob_tests.md).
+a model may know of the data without its rows.
+
+The twin is a model of the file, and where it misses part of the joint distribution the real
+row is the more typical of a pair to anything that knows the domain. So the pairs won are not
+compared with a coin flip but with the blind check of ``tabmem.stats.blind_check``, as Min-K%
+Prob's are: the rate at which the best data-only rule, fitted without the real row, prefers
+the real row on the same pairs (docs/logprob_tests.md).
 """
 
 from __future__ import annotations
@@ -29,9 +35,9 @@ from tabmem.data.twin import twin_of
 from tabmem.errors import DatasetError
 from tabmem.llm.logprobs import ScoreRequest, ScoreResponse
 from tabmem.results import QueryRecord, TestResult
+from tabmem.stats.blind_check import BlindCheck, evidence_rule, pair_chances
 from tabmem.stats.contrast import ContrastTable
 from tabmem.stats.likelihood import paired_shift_test
-from tabmem.stats.verdicts import decide
 
 
 @dataclass(frozen=True)
@@ -45,7 +51,7 @@ class TwinPairSettings(TestSettings):
     min_pairs: int
     tie_tolerance: float
     alpha: float
-    min_effect: float
+    min_win_rate: float
 
 
 @dataclass(frozen=True)
@@ -61,14 +67,16 @@ class TwinPair:
 
 @dataclass(frozen=True)
 class TwinFacts:
-    """What the decision records of the twin the pairs came from (its sha256 and rows) and of
+    """What the decision records of the twin the pairs came from (its sha256 and rows), of
     the context the pairs were read after (in words, and the p-value of the file's order
-    where it was checked)."""
+    where it was checked), and each pair's data-only rules' chances of preferring the real
+    row (by 1-based row; ``tabmem.stats.blind_check``)."""
 
     twin_sha256: str
     twin_rows: int
     context: str
     file_order_p_value: float | None
+    chances: dict[int, dict[str, float]]
 
 
 def twin_pairs(
@@ -110,13 +118,19 @@ def pair_record(
     pair: TwinPair,
     responses: Sequence[ScoreResponse],
     scores: Callable[[], dict[str, float]],
-    real_key: str,
-    twin_key: str,
+    keys: tuple[str, str],
+    facts: TwinFacts,
 ) -> QueryRecord:
-    """One pair as a record: the figures ``scores`` computes (its ``real_key`` and
-    ``twin_key`` are the two scores compared) and whether the real row scored higher (1),
-    the same (0.5) or lower (0); a failed pair is a failed query."""
-    extra: dict[str, Any] = {"row": pair.row, "twin": pair.twin}
+    """One pair as a record: the figures ``scores`` computes (``keys`` names the real row's
+    and the twin row's of the two scores compared), the data-only rules' chances of preferring
+    the real row (``baseline_chances``), and whether the real row scored higher (1), the same
+    (0.5) or lower (0); a failed pair is a failed query."""
+    real_key, twin_key = keys
+    extra: dict[str, Any] = {
+        "row": pair.row,
+        "twin": pair.twin,
+        "baseline_chances": facts.chances[pair.row],
+    }
     error = failure(responses)
     if error:
         return QueryRecord(pair.context, pair.real, "", 0.0, error=error, extra=extra)
@@ -169,7 +183,9 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
                 self.name, f"the file has {len(pairs)} rows; the test needs {p.min_pairs} pairs"
             )
         record = twin.spec.extra["twin"]
-        return pairs, TwinFacts(str(record["sha256"]), int(record["rows"]), context, order_p)
+        chances = pair_chances(ctx.dataset, [(q.row, q.real, q.twin) for q in pairs])
+        facts = TwinFacts(str(record["sha256"]), int(record["rows"]), context, order_p, chances)
+        return pairs, facts
 
     def word(self, ctx: TestContext, queries: Sequence[TwinPair], facts: F) -> Worded[TwinPair]:
         return Worded(list(queries), [score_requests(pair) for pair in queries])
@@ -181,9 +197,10 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
         records: Sequence[QueryRecord],
         info: dict[str, Any],
     ) -> TestResult:
-        """The decision: the paired sign-flip test that the real rows' scores are higher than
-        their twin rows', and the verdict rule of ``tabmem.stats.verdicts`` on its p-value
-        and effect (the mean difference over its standard deviation)."""
+        """The decision: the real rows' wins against the blind check's baseline (the best
+        data-only rule's rate of preferring the real row on the same untied pairs; exact
+        binomial, ``tabmem.stats.blind_check``), with the paired sign-flip test of the scores'
+        differences and their effect (mean over sd) reported beside it."""
         p = ctx.params
         scored = [r for r in records if r.error is None]
         info = {
@@ -217,7 +234,14 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
                 info=info,
                 records=records,
             )
-        decision = decide(self.statistic, shift.p_value, shift.effect, p.alpha, p.min_effect)
+        untied = [
+            r.extra["baseline_chances"]
+            for r, a, b in zip(scored, real, twin, strict=True)
+            if abs(a - b) > p.tie_tolerance
+        ]
+        margin = p.min_win_rate - 0.5
+        blind = BlindCheck.of(untied, shift.wins, p.alpha, margin)
+        decision = blind.decision(self.statistic)
         return TestResult(
             test=self.name,
             verdict=decision.verdict,
@@ -229,9 +253,10 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
             n_queries=len(records),
             n_hits=shift.wins,
             rate=shift.win_rate,
-            baseline=0.5,
-            p_value=shift.p_value,
+            baseline=blind.baseline,
+            p_value=blind.p_value,
             metrics={
+                **blind.metrics(),
                 "mean_difference": shift.mean,
                 "sd_difference": shift.sd,
                 "effect": shift.effect,
@@ -240,6 +265,7 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
                 "pairs_lost": shift.losses,
                 "pairs_tied": shift.ties,
                 "win_rate": shift.win_rate,
+                "sign_flip_p_value": shift.p_value,
                 "sign_test_p_value": shift.sign_p_value,
                 "n_permutations": shift.n_permutations,
                 "twin_rows": facts.twin_rows,
@@ -253,11 +279,8 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
             },
             info={
                 **info,
-                "evidence_rule": (
-                    f"the real rows' {self.statistic} above their twin rows' by a mean "
-                    f"difference of at least {p.min_effect:g} standard deviations, with a "
-                    f"one-sided sign-flip permutation p < {p.alpha:g} ({p.n_permutations} draws)"
-                ),
+                **blind.info(),
+                "evidence_rule": evidence_rule(self.statistic, p.alpha, margin),
             },
             records=list(records),
         )

@@ -6,13 +6,15 @@ for it takes out what makes a row long or short to write (its length, digits, re
 and keeps what the model knows of it (Carlini et al. 2021 ranked memorized texts this way).
 For a seeded sample of rows, each real row and the twin's row at its place are scored by the
 model after the same context (``battery.twin_pairs``); the score of a row is minus its model
-bits over its zlib bits, and the real rows' scores are compared with their twin rows' by a
-one-sided paired sign-flip permutation test.
+bits over its zlib bits, and the pairs the real row wins are compared with the rate at which
+the best data-only rule prefers it on the same pairs (the blind check,
+``tabmem.stats.blind_check``; the paired sign-flip test of the scores is reported beside it).
 
-zlib knows nothing of the data's distribution, so the null ("real rows are no likelier than
-their compression predicts, compared with twin rows") also fails for a model that knows the
-domain better than the twin's Gaussian copula does; the reference ratio test
-(``test=reference_ratio``) takes that out with a reference model (docs/logprob_tests.md).
+zlib knows nothing of the data's distribution, so against a coin flip the null ("real rows are
+no likelier than their compression predicts, compared with twin rows") also fails for a model
+that knows the domain better than the twin's Gaussian copula does; the blind check's baseline
+takes out as much of that as the data-only rules see, and the reference ratio test
+(``test=reference_ratio``) what a reference model knows (docs/logprob_tests.md).
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ class ZlibRatio(TwinPairTest[TwinFacts]):
                 "score_twin": zlib_score(twin.logprobs, pair.twin),
             }
 
-        return pair_record(pair, answer.response, scores, *self.keys)
+        return pair_record(pair, answer.response, scores, self.keys, facts)
 
     def decide(
         self,

@@ -250,10 +250,10 @@ class ValuePredictors:
     ) -> dict[str, float]:
         """For whole records as options (``correct`` the real one, data row ``row``): each
         rule's chance of picking it — the largest sum of log frequencies of the values where
-        the options differ (``mode``), of every value's nearest-neighbour log score given the
-        record's other values (as the existence probe scores), of the copula's log probability
-        of the differing values given the shared ones (chain rule), all without the row — and
-        chance, 1 / (number of options)."""
+        the options differ (``mode``), of every value's nearest-neighbour and boosted log score
+        given the record's other values (as the existence probe scores), of the copula's log
+        probability of the differing values given the shared ones (chain rule), all without
+        the row — and chance, 1 / (number of options)."""
         records = [dict(enumerate(option)) for option in options]
         normal = [[normalize_value(v) for v in option] for option in options]
         differ = [j for j in range(len(normal[0])) if len({n[j] for n in normal}) > 1]
@@ -271,10 +271,12 @@ class ValuePredictors:
                 total += evidence.log_prob(j, record[j])
                 evidence.add(j, record[j])
             copula.append(total)
+        every = [list(r) for r in records]
         scores = {
             MODE: frequency,
-            NEIGHBOURS: self.neighbours.choice_scores(records, [list(r) for r in records], [row]),
+            NEIGHBOURS: self.neighbours.choice_scores(records, every, [row]),
             COPULA: copula,
+            BOOSTED: self.boosted.choice_scores(records, every, [row]),
         }
         return {**choice_chances(scores, correct), CHANCE: 1.0 / len(options)}
 
