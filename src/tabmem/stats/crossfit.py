@@ -148,3 +148,27 @@ class CrossFitted:
             return int(self.fold_of[asked[0]])
         shown = sorted((j, normalize_value(v)) for j, v in given.items())
         return stable_seed(json.dumps(shown)) % self.folds
+
+    def options_asked(
+        self, options: Sequence[Mapping[int, str]], exclude: Collection[int] = ()
+    ) -> tuple[list[dict[int, str]], list[int], int]:
+        """A multiple-choice question's options as the values a fit can take, the rows it may
+        be about (those agreeing with every value all options share: the record asked about)
+        and the fold that answers it."""
+        usable = [self.usable(option) for option in options]
+        shared = {j: v for j, v in usable[0].items() if all(u.get(j) == v for u in usable[1:])}
+        asked = self.asked(shared, exclude)
+        return usable, asked, self.fold(shared, asked)
+
+    def question(
+        self,
+        target: int,
+        given: Mapping[int, str],
+        exclude: Collection[int] = (),
+        protect: bool = True,
+    ) -> tuple[dict[int, str], list[int], int]:
+        """A question about column ``target``: the given values a fit can take (the target's
+        own left out), the rows it may be about, and the fold that answers it."""
+        usable = {j: v for j, v in self.usable(given).items() if j != target}
+        asked = self.asked(usable, exclude, protect)
+        return usable, asked, self.fold(usable, asked)

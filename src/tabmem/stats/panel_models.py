@@ -267,9 +267,8 @@ class ComponentModel(_Reading):
         among: np.ndarray | None = None,
     ) -> int | None:
         """A row whose value of ``target`` is the answer (see ``ConditionalModel.pick``)."""
-        given = {j: v for j, v in self.usable(given).items() if j != target}
-        asked = self.asked(given, exclude, protect)
-        fit = self._fit(self.fold(given, asked))
+        given, asked, fold = self.question(target, given, exclude, protect)
+        fit = self._fit(fold)
         allowed = self.allowed(asked, among)
         if not allowed.any():
             return None
@@ -315,10 +314,8 @@ class ComponentModel(_Reading):
     ) -> list[float]:
         """Each option's log-likelihood as a whole record, by the fold that holds out the
         record the options share (as ``ForestModel.choice_scores`` finds it)."""
-        usable = [self.usable(option) for option in options]
-        shared = {j: v for j, v in usable[0].items() if all(u.get(j) == v for u in usable[1:])}
-        asked = self.asked(shared, exclude)
-        fit = self._fit(self.fold(shared, asked))
+        usable, _, fold = self.options_asked(options, exclude)
+        fit = self._fit(fold)
         return [
             float(np.logaddexp.reduce(fit.log_joint(*self._given(values), self.dims)))
             for values in usable
@@ -449,9 +446,8 @@ class BoostedModel(_Reading):
         among: np.ndarray | None = None,
     ) -> int | None:
         """A row whose value of ``target`` is the answer (see ``ConditionalModel.pick``)."""
-        given = {j: v for j, v in self.usable(given).items() if j != target}
-        asked = self.asked(given, exclude, protect)
-        fit = self._fit(self.fold(given, asked), target)
+        given, asked, fold = self.question(target, given, exclude, protect)
+        fit = self._fit(fold, target)
         allowed = self.allowed(asked, among)
         if not allowed.any():
             return None
@@ -471,9 +467,7 @@ class BoostedModel(_Reading):
     ) -> list[float]:
         """Each option's log-likelihood: over its ``scored`` columns, the value's log
         probability (a measurement: normal log density) given the option's other values."""
-        usable = [self.usable(option) for option in options]
-        shared = {j: v for j, v in usable[0].items() if all(u.get(j) == v for u in usable[1:])}
-        fold = self.fold(shared, self.asked(shared, exclude))
+        usable, _, fold = self.options_asked(options, exclude)
         return [
             sum(self._log_score(j, values, fold) for j in mine if j in values)
             for values, mine in zip(usable, scored, strict=True)

@@ -259,9 +259,8 @@ class ForestModel(CrossFitted):
         rows (default all): without ``rng`` the most likely value (a measurement: the value
         nearest to the weighted mean), with ``rng`` a row drawn by its weight. None when no
         row of the fold's forest may answer."""
-        given = {j: v for j, v in self.usable(given).items() if j != target}
-        asked = self.asked(given, exclude, protect)
-        fit, allowed = self._query(target, given, asked, self.fold(given, asked))
+        given, asked, fold = self.question(target, given, exclude, protect)
+        fit, allowed = self._query(target, given, asked, fold)
         if among is not None:
             allowed &= among[fit.rows]
         if not allowed.any():
@@ -309,10 +308,7 @@ class ForestModel(CrossFitted):
         log probability given the option's other values. The rows agreeing with every value
         all options share are the record asked about: their fold answers, and they weigh
         nothing when at most ``k`` of them do."""
-        usable = [self.usable(option) for option in options]
-        shared = {j: v for j, v in usable[0].items() if all(u.get(j) == v for u in usable[1:])}
-        asked = self.asked(shared, exclude)
-        fold = self.fold(shared, asked)
+        usable, asked, fold = self.options_asked(options, exclude)
         return [
             sum(self._log_score(j, values, asked, fold) for j in mine if j in values)
             for values, mine in zip(usable, scored, strict=True)
