@@ -164,7 +164,8 @@ def test_file_power_counts_each_file_apart() -> None:
     rows += [verdict("adult", 0.1, s, True) for s in range(3)]
     text = file_power_markdown(rows)
     assert "### dataset verdict per file, rest: forest, setting: default" in text
-    assert "| adult | 3/3 = 1.000 |" in text and "| iris | 1/3 = 0.333 |" in text
+    assert "| adult | 3/3 = 1.000 [0.29, 1.00] |" in text
+    assert "| iris | 1/3 = 0.333 [0.01, 0.91] |" in text
 
 
 def test_fpr_rows_count_applicable_dataset_verdicts_only() -> None:

@@ -309,29 +309,41 @@ def power_markdown(power: Sequence[Mapping[str, Any]]) -> str:
 
 
 def file_power_markdown(verdicts: Sequence[Mapping[str, Any]]) -> str:
-    """The dataset verdict's power per file: one table per rest and setting, files as rows,
-    shares as columns, ``evidence`` among applicable verdicts. A share is a number of rows,
-    so a small file can miss at a share that a large one never misses; pooling hides it."""
-    by: dict[tuple[str, str, str, float], list[Mapping[str, Any]]] = defaultdict(list)
+    """Each dataset verdict's power per file (the product's, then its variants): one table
+    per verdict, rest and setting, files as rows, shares as columns, ``evidence`` among
+    applicable verdicts. A share is a number of rows, so a small file can miss at a share
+    that a large one never misses; pooling hides it."""
+    by: dict[tuple[str, str, str, str, float], list[Mapping[str, Any]]] = defaultdict(list)
     for row in verdicts:
         if role(row) == "power":
-            key = (str(row["rest"]), str(row["setting"]), str(row["dataset"]), float(row["share"]))
+            key = (
+                str(row["test"]),
+                str(row["rest"]),
+                str(row["setting"]),
+                str(row["dataset"]),
+                float(row["share"]),
+            )
             by[key].append(row)
-    shares = sorted({key[3] for key in by})
+    shares = sorted({key[4] for key in by})
     parts = []
-    for rest, setting in sorted({key[:2] for key in by}):
+    for label, rest, setting in sorted(
+        {key[:3] for key in by}, key=lambda k: (_verdict_order(k[0]), k[1], k[2])
+    ):
         body = []
-        for dataset in sorted({key[2] for key in by if key[:2] == (rest, setting)}):
+        for dataset in sorted({key[3] for key in by if key[:3] == (label, rest, setting)}):
             cells = []
             for share in shares:
-                counted = _count(by.get((rest, setting, dataset, share), []))
+                counted = _count(by.get((label, rest, setting, dataset, share), []))
                 found, applicable = counted["evidence"], counted["applicable"]
-                cells.append(fraction(found, applicable) if applicable else "-")
+                if applicable:
+                    low, high = clopper_pearson(found, applicable)
+                    cells.append(f"{fraction(found, applicable)} [{low:.2f}, {high:.2f}]")
+                else:
+                    cells.append("-")
             body.append([dataset, *cells])
         header = ["file", *(f"share {s:g}" for s in shares)]
         parts.append(
-            f"### dataset verdict per file, rest: {rest}, setting: {setting}\n\n"
-            + markdown(header, body)
+            f"### {label} per file, rest: {rest}, setting: {setting}\n\n" + markdown(header, body)
         )
     return "\n\n".join(parts)
 
