@@ -185,7 +185,12 @@ def test_fpr_rows_count_applicable_dataset_verdicts_only() -> None:
 
 def test_boundary_shares_run_on_more_seeds() -> None:
     size = replace(
-        SIZES["power"], datasets=("iris",), settings=("default",), power_seeds=2, boundary_seeds=3
+        SIZES["power"],
+        datasets=("iris",),
+        settings=("default",),
+        power_seeds=2,
+        boundary_seeds=3,
+        rests=("forest-quiet", "forest"),
     )
     jobs = plan_jobs(size, {"default": {t: {} for t in ("header",)}})
     per_share: dict[tuple[float, str], int] = {}

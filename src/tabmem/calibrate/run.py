@@ -146,7 +146,7 @@ SIZES = {
     "negatives": Size(power_seeds=0),
     "power": Size(
         negative_seeds=0,
-        rests=("forest-quiet", "forest"),
+        rests=("forest-quiet",),
         boundary=BOUNDARY_SHARES,
         boundary_seeds=50,
     ),
@@ -156,7 +156,8 @@ of the six negatives (five oracles on the real files, the memorizer on twins) on
 files, 504 cells per test and setting, and further seeds for a test until 504 of its cells
 are applicable. ``power``: the power tables, 20 seeds of the partial memorizer per share
 (50 at the boundary shares 0.05 and 0.1) with the forest learner as its rest, quiet (it
-volunteers no known row) and not. Each table says how long its run took."""
+volunteers no known row: the realistic positive); ``--rests forest,learner,chance`` adds the
+others. Each table says how long its run took."""
 
 
 @dataclass
