@@ -1,9 +1,10 @@
-"""The ``tabmem`` command: ``tabmem run | rescore | tables | calibration | lab …``.
+"""The ``tabmem`` command: ``tabmem run | rescore | tables | calibration | lab | report | tests``.
 
 Every subcommand runs in this process with its own ``--help``: ``run`` is the Hydra entry
 point (``tabmem.main``; overrides, ``-m`` for a grid), ``rescore`` scores recorded answers,
-``tables`` writes the papers' tables and figures, ``calibration`` the calibration table, and
-``lab`` runs the contamination lab. Outputs go to ``./outputs`` of the current folder unless
+``tables`` writes the papers' tables and figures, ``calibration`` the calibration table,
+``lab`` runs the contamination lab, ``report`` writes the page of who memorized what, and
+``tests`` lists the tests. Outputs go to ``./outputs`` of the current folder unless
 told otherwise. The scripts in the repository's ``scripts/`` are shortcuts to these.
 """
 
@@ -28,6 +29,7 @@ COMMANDS = {
     "calibration": "false- and true-positive rates per test from an MLflow store",
     "lab": "contamination lab: plant datasets in a small model, measure TPR/FPR",
     "report": "one HTML page: models × datasets, who memorized what, from an MLflow store",
+    "tests": "every test: what its evidence claims, its queries, what it needs of a model",
 }
 USAGE = f"usage: tabmem {{{','.join(COMMANDS)}}} [arguments …]"
 STORE_HELP = "MLflow store to read (default: $MLFLOW_TRACKING_URI, else ./outputs/mlflow.db)"
@@ -103,10 +105,7 @@ def tables(arguments: Sequence[str], prog: str = "tabmem tables") -> int:
     except TabmemError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(
-        f"{len(report.tables)} tables and {len(report.figures)} figures "
-        f"({len(report.files)} files) in {time.perf_counter() - started:.1f}s: {report.index}"
-    )
+    print(report.said(time.perf_counter() - started))
     return 0
 
 
@@ -186,9 +185,10 @@ def lab(arguments: Sequence[str], prog: str = "tabmem lab") -> int:
 def report(arguments: Sequence[str], prog: str = "tabmem report") -> int:
     """Write one self-contained HTML page of who memorized what (make report).
 
-    Models × datasets, each cell the dataset verdict (else each test's verdict) in colour,
-    each mark a link to its run in the MLflow UI; filters by experiment, transform and test
-    (docs/ui.md).
+    Models × datasets, each cell the dataset verdict (else each test's verdict) in colour with
+    the numbers behind it, failed cells with their error, each mark a link to its run in the
+    MLflow UI; filters by experiment, transform and test; --compare sets two models side by
+    side (docs/ui.md).
     """
     parser = argparse.ArgumentParser(prog=prog, description=(report.__doc__ or "").split("\n\n")[0])
     parser.add_argument("--tracking-uri", help=STORE_HELP)
@@ -204,6 +204,11 @@ def report(arguments: Sequence[str], prog: str = "tabmem report") -> int:
         "http://127.0.0.1:5000, where make ui serves it)",
     )
     parser.add_argument(
+        "--compare",
+        metavar="A,B",
+        help="two models side by side on the files both ran, after the matrix",
+    )
+    parser.add_argument(
         "--out", default="outputs/report.html", type=Path, help="(default: %(default)s)"
     )
     args = parser.parse_args(arguments)
@@ -211,11 +216,38 @@ def report(arguments: Sequence[str], prog: str = "tabmem report") -> int:
     from tabmem.report.page import write_page
 
     try:
-        matrix = write_page(_store(args.tracking_uri), args.out, args.experiments, args.ui_url)
+        matrix = write_page(
+            _store(args.tracking_uri),
+            args.out,
+            args.experiments,
+            args.ui_url,
+            compare=_names(args.compare) or (),
+        )
     except TabmemError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"{matrix.counts}: {args.out}")
+    return 0
+
+
+def tests(arguments: Sequence[str], prog: str = "tabmem tests") -> int:
+    """List every test: what its evidence claims, whether it joins the dataset verdict, what it
+    needs of a model and how many queries it sends (the counts of conf/test/<test>.yaml).
+
+    Then the suites ``test=`` takes, with their members.
+    """
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=(tests.__doc__ or "").split("\n\n")[0],
+        epilog="then: tabmem run test=<name> (docs/tests.md says what each verdict means)",
+    )
+    parser.parse_args(arguments)
+    import shutil
+
+    from tabmem.report.catalog import catalog_lines
+
+    width = shutil.get_terminal_size((100, 24)).columns
+    print("\n".join(catalog_lines(width)))
     return 0
 
 
@@ -238,6 +270,7 @@ SUBCOMMANDS: dict[str, Callable[[Sequence[str], str], int]] = {
     "calibration": calibration,
     "lab": lab,
     "report": report,
+    "tests": tests,
 }
 
 

@@ -7,6 +7,8 @@ of the repository is a shortcut to ``main``.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import sys
 from collections.abc import Sequence
@@ -37,7 +39,12 @@ def main(cfg: DictConfig) -> None:
     grid_dir = Path(hydra_cfg.sweep.dir) if multirun else job_dir
     at_once = cells_at_once(hydra_cfg.launcher, multirun)
     outcomes = run_cell(
-        cfg, OmegaConf.to_yaml(cfg), job_dir, grid_dir=grid_dir, cells_at_once=at_once
+        cfg,
+        OmegaConf.to_yaml(cfg),
+        job_dir,
+        grid_dir=grid_dir,
+        cells_at_once=at_once,
+        in_grid=multirun,
     )
     if any(o.status == "failed" for o in outcomes) and hydra_cfg.mode == RunMode.RUN:
         sys.exit(1)
@@ -52,14 +59,41 @@ def run(arguments: Sequence[str], prog: str = "tabmem run") -> int:
         return 1
     saved = sys.argv
     sys.argv = [prog, *arguments]
+    helped = io.StringIO() if {"--help", "-h"} & set(arguments) else None
     try:
-        main()
+        with contextlib.redirect_stdout(helped) if helped else contextlib.nullcontext():
+            main()
     except SystemExit as exit_:
         code = exit_.code
         return code if isinstance(code, int) else (0 if code is None else 1)
     finally:
         sys.argv = saved
+        if helped is not None:
+            print(with_tests_pointer(helped.getvalue()), end="")
     return 0
+
+
+TESTS_POINTER = (
+    "test: one test or a suite of tests by name (header, row_completion, memorization, …); "
+    "tabmem tests lists each with what its evidence claims, whether it joins the dataset "
+    "verdict, its queries and what it needs"
+)
+
+
+def with_tests_pointer(text: str) -> str:
+    """Hydra's help with its line of ``test`` options (thirty names, no word on what each
+    claims) replaced by where that is said: ``tabmem tests``."""
+    lines = text.split("\n")
+    groups = next((i for i, line in enumerate(lines) if line.startswith("== Config groups")), None)
+    if groups is None:
+        return text
+    for i in range(groups + 1, len(lines)):
+        if lines[i].startswith("=="):
+            break
+        if lines[i].startswith("test: "):
+            lines[i] = TESTS_POINTER
+            break
+    return "\n".join(lines)
 
 
 CELL_GROUPS = ("model", "dataset", "test", "transform")

@@ -169,12 +169,14 @@ def run_cell(
     console: Console | None = None,
     grid_dir: Path | None = None,
     cells_at_once: int = 1,
+    in_grid: bool = False,
 ) -> list[CellOutcome]:
     """Run one cell (every test of a suite) end to end; never raises for a cell's own failure.
 
     ``grid_dir`` is the folder of the whole run or sweep, where the budget's ledger lives;
     ``cells_at_once`` how many cells the launcher runs side by side on this machine, which
-    share its cores (a local model gets its share as threads).
+    share its cores (a local model gets its share as threads). ``in_grid``: a cell of a sweep
+    says one line per test (its reason and best query too with ``detail=true``).
     """
     die_with_launcher()
     console = console or Console()
@@ -184,6 +186,8 @@ def run_cell(
         plan_cell(cfg, job_dir, console)
         return []
     suite = str(cfg.test.name) if is_suite(cfg.test) else ""
+    brief = in_grid and not cfg.get("detail", False)
+    one_line: dict[str, Any] = {"no_wrap": True, "overflow": "ellipsis"} if brief else {}
     pending: list[tuple[Cell, dict[str, Any], Any]] = []
     outcomes: list[CellOutcome] = []
     for name, test_cfg in test_plan(cfg.test):  # finished tests first: no data, model or MLflow
@@ -193,11 +197,12 @@ def run_cell(
         existing = None if cfg.force or reason else finished_run(cfg, config_hash(params))
         if reason:
             outcomes.append(CellOutcome(**cell.tags(), status="skipped", message=reason))
-            console.print(f"[dim]skip[/] {cell.run_name}: {reason}")
+            console.print(f"[dim]skip[/] {cell.run_name}: {reason}", **one_line)
         elif existing:
             outcomes.append(stored_outcome(cell, existing))
             console.print(
-                f"[dim]skip[/] {cell.run_name}: already finished as run {existing.run_id}"
+                f"[dim]skip[/] {cell.run_name}: already finished as run {existing.run_id}",
+                **one_line,
             )
         else:
             pending.append((cell, params, test_cfg))
@@ -205,13 +210,25 @@ def run_cell(
         _store_of(cfg).use_writer()  # MLflow opens in a helper while the data and model load
         problem = preflight_error(cfg)
         if problem is not None:  # said now, not after the store and the model: seconds, not 30
-            console.print(f"[bold red]failed[/] {Cell.from_config(cfg).run_name}: {problem}")
+            console.print(
+                f"[bold red]failed[/] {Cell.from_config(cfg).run_name}: {problem}", **one_line
+            )
         store = open_store(cfg)
         budget = None if problem is not None else grid_budget(cfg, grid_dir or job_dir)
         threads = cpu_share(cells_at_once)
         told = Console(quiet=True) if problem is not None else console
         outcomes += _run_pending(
-            cfg, store, pending, suite, resolved_yaml, job_dir, told, budget, threads, problem
+            cfg,
+            store,
+            pending,
+            suite,
+            resolved_yaml,
+            job_dir,
+            told,
+            budget,
+            threads,
+            problem,
+            brief=brief,
         )
     group = group_hash(cell_params(cfg))
     for outcome in outcomes:
@@ -297,9 +314,10 @@ def _run_pending(
     budget: Budget | None = None,
     threads: int | None = None,
     problem: TabmemError | None = None,
+    brief: bool = False,
 ) -> list[CellOutcome]:
     """Load the data and the model once, then run and log each pending test (each fails with
-    ``problem``, the preflight's, when there is one)."""
+    ``problem``, the preflight's, when there is one); ``brief``: one line per test."""
     from tabmem.battery.base import TestContext, run_test
     from tabmem.data import load_dataset
     from tabmem.data.transforms import apply_transform
@@ -324,7 +342,8 @@ def _run_pending(
                 cfg.model,
                 cache,
                 outputs_dir(cfg) / "weights",
-                show_progress=bool(cfg.progress),
+                # a bar is drawn in a terminal only: piped, it would leave an empty line
+                show_progress=bool(cfg.progress) and console.is_terminal,
                 budget=budget,
                 threads=threads,
                 batch_dir=batch_dir(cfg),
@@ -332,7 +351,16 @@ def _run_pending(
         except Exception as exc:
             return [
                 _log_failure(
-                    store, cell, params, suite, job_dir, resolved_yaml, exc, console, started
+                    store,
+                    cell,
+                    params,
+                    suite,
+                    job_dir,
+                    resolved_yaml,
+                    exc,
+                    console,
+                    started,
+                    brief=brief,
                 )
                 for cell, params, _ in pending
             ]
@@ -367,6 +395,7 @@ def _run_pending(
                         started,
                         model,
                         calls,
+                        brief=brief,
                     )
                 )
                 started = time.time_ns()
@@ -390,6 +419,7 @@ def _run_pending(
                     queries,
                     model.endpoint,
                     data_input=data_input,
+                    brief=brief,
                 )
             )
             started = time.time_ns()
@@ -431,9 +461,11 @@ def _log_failure(
     started_ns: int,
     model: LanguageModel | None = None,
     calls: dict[str, float] | None = None,
+    brief: bool = False,
 ) -> CellOutcome:
     """A failed cell: logged as a FAILED run with its error (and the tokens and dollars its
-    queries used before it failed); one sentence on the terminal."""
+    queries used before it failed); one sentence on the terminal (one line, ``brief``: the
+    summary at the end says it whole)."""
     message = str(exc) if isinstance(exc, TabmemError) else f"{type(exc).__name__}: {exc}"
     texts = {"config.yaml": resolved_yaml}
     if not isinstance(exc, TabmemError):
@@ -455,7 +487,11 @@ def _log_failure(
         start_ms=started_ns // 1_000_000,
         description=run_description("failed", message),
     )
-    console.print(f"[bold red]failed[/] {cell.run_name}: {message}")
+    console.print(
+        f"[bold red]failed[/] {cell.run_name}: {message}",
+        no_wrap=brief,
+        overflow="ellipsis" if brief else None,
+    )
     outcome = CellOutcome(**cell.tags(), status="failed", run_id=run_id, message=message)
     outcome.add_calls(calls or {})
     return outcome
@@ -476,16 +512,21 @@ def log_result(
     endpoint: str = "",
     extra_tags: dict[str, str] | None = None,
     data_input: DatasetInput | ShownData | None = None,
+    brief: bool = False,
 ) -> CellOutcome:
     """A finished cell: verdict, figures, every query and the config, as one FINISHED run
     (``extra_tags`` mark where its answers came from, such as a transcript; ``data_input``, the
-    data as the model was shown it (``tracking.inputs``), the run's dataset input)."""
+    data as the model was shown it (``tracking.inputs``), the run's dataset input). ``brief``
+    (a grid's cell): its verdict on one line, without its reason and best query."""
     import yaml
 
-    from tabmem.report.terminal import show_result
+    from tabmem.report.terminal import show_brief, show_result
 
-    console.print(f"[bold]{cell.run_name}[/]")
-    show_result(result, console, verbose=bool(cfg.show_queries))
+    if brief:
+        show_brief(result, cell.run_name, headline(result), console)
+    else:
+        console.print(f"[bold]{cell.run_name}[/]")
+        show_result(result, console, verbose=bool(cfg.show_queries))
     metrics = {**result.all_metrics(), **calls}
     summary = {
         "verdict": result.verdict.value,

@@ -122,5 +122,5 @@ def test_one_dataset_verdict_per_model_combines_the_suite(runs):
         assert (
             metrics["p_value.header"] == by_cell[(model, dataset, "header")].data.metrics["p_value"]
         )  # the header enters the combination by its p-value
-    assert "tabmem dataset verdicts" in stdout
+    assert "tabmem summary: one answer per model × dataset" in stdout
     assert "grid q" in stdout and "Benjamini-Hochberg" in stdout

@@ -10,7 +10,7 @@ def test_a_users_own_file_is_named_as_the_csv_config_with_its_name() -> None:
     missing.add("m1", "good", "test=header")
     text = missing.footnote()
     assert "dataset=good" not in text
-    assert "`python run.py -m model=m1 dataset=csv test=header" in text
+    assert "`tabmem run -m model=m1 dataset=csv test=header" in text
     assert "dataset.name=good dataset.path=/path/to/good.csv`" in text
 
 
@@ -19,7 +19,7 @@ def test_shipped_and_own_files_get_a_command_each() -> None:
     missing.add("m1", "iris", "test=header")
     missing.add("m1", "good", "test=header")
     text = missing.footnote()
-    assert "`python run.py -m model=m1 dataset=iris test=header`" in text
+    assert "`tabmem run -m model=m1 dataset=iris test=header`" in text
     assert "dataset=csv test=header dataset.name=good" in text
 
 

@@ -273,24 +273,32 @@ def test_lab_runs_get_their_rate_table_and_figure(tmp_path):
     assert "lab-unit" in (out / "index.md").read_text()
 
 
-def test_overview_marks_follow_model_order_and_the_newest_run(built):
+def test_overview_has_one_mark_per_cell_and_the_newest_run(built):
     _, out, _, _ = built
     frame = frame_of(out, "overview")
+    # one row per dataset and model: each cell is one model's mark, named by its row
+    assert frame[frame["dataset"] == "iris"]["model"].tolist() == ["gpt-x", "oracle-null"]
     # gpt-x's newer header run (evidence) replaced its older one (no evidence)
-    assert cell(frame, "header", dataset="iris") == "✓ ✗"
-    assert cell(frame, "first token", dataset="california-housing") == "- -"
-    assert cell(frame, "conditional distribution", dataset="iris") == "? ✗"
-    assert cell(frame, "header", dataset="wine") == "-† -†"
+    assert cell(frame, "header", dataset="iris", model="gpt-x") == "✓"
+    assert cell(frame, "header", dataset="iris", model="oracle-null") == "✗"
+    assert cell(frame, "first token", dataset="california-housing", model="gpt-x") == "-"
+    assert cell(frame, "conditional distribution", dataset="iris", model="gpt-x") == "?"
+    assert all(" " not in value for value in frame.drop(columns=["dataset", "model"]).stack())
     text = (out / "overview.md").read_text()
-    assert "Marks in each cell, in model order: gpt-x, oracle-null." in text
+    assert "in model order" not in text
+    # a dataset no model ran is named once, not a row of dashes per model
+    assert "wine" not in set(frame["dataset"])
+    assert "No run yet on " in text and "wine" in text.split("No run yet on ", 1)[1]
     # the columns are the paper grid's knowledge and memorization suites: iris has no
     # dataset name, sample or conditional completion run, wine none at all
-    assert "`python run.py -m model=gpt-x,oracle-null dataset=iris,wine,titanic," in text
+    assert "`tabmem run -m model=gpt-x,oracle-null dataset=iris,wine,titanic," in text
+    assert "python run.py" not in text
     assert "test=dataset_name,sample,conditional_completion,feature_names," in text
     # the dataset verdict first (where it has no run, the fill command does not name it)
-    assert cell(frame, "dataset verdict", dataset="iris") == "✓ ✗"
-    assert cell(frame, "dataset verdict", dataset="wine") == "-† -†"
+    assert cell(frame, "dataset verdict", dataset="iris", model="gpt-x") == "✓"
+    assert cell(frame, "dataset verdict", dataset="iris", model="oracle-null") == "✗"
     assert list(frame.columns)[1:] == [
+        "model",
         "dataset verdict",
         "feature names",
         "dataset name",
@@ -313,7 +321,8 @@ def test_completion_and_first_token_counts_are_the_logged_ones(built):
     assert cell(frame, "row: gpt-x", dataset="iris") == "20/25"
     assert cell(frame, "feature: oracle-null", dataset="iris") == "1/25"
     assert cell(frame, "feature", dataset="iris") == "petal_length"
-    assert cell(frame, "row: gpt-x", dataset="wine") == "-"
+    assert "wine" not in set(frame["dataset"])  # no run: left out, and said so
+    assert any("no run yet on wine" in n for n in tables["completion"].footnotes)
     first = frame_of(out, "first_token")
     assert cell(first, "gpt-x", dataset="iris") == "0.96 (24/25)"
     assert cell(first, "baseline", dataset="iris") == "0.63 (mode)"
@@ -329,7 +338,7 @@ def test_fewshot_tables_show_accuracy_with_standard_errors_and_lr_rows(built):
     frame = frame_of(out, "fewshot_accuracy")
     assert cell(frame, "original", dataset="iris", model="gpt-x") == "0.80 ± 0.03"
     assert cell(frame, "statistical", dataset="iris", model="LR") == "0.86 ± 0.03"
-    assert cell(frame, "original", dataset="iris", model="GBT") == "-"
+    assert not ((frame["dataset"] == "iris") & (frame["model"] == "GBT")).any()  # none
     assert cell(frame, "original", dataset="mydata", model="gpt-x") == "n/a"
     lr = frame_of(out, "lr_accuracy")
     assert [cell(lr, t, dataset="iris") for t in TRANSFORMS] == [
@@ -355,7 +364,7 @@ def test_samples_table_has_one_row_per_temperature(built):
     assert rows["best n-gram match: samples"].tolist() == ["9.5", "9.5"]
     assert rows["best n-gram match: real rows"].tolist() == ["3.3", "3.3"]
     assert rows["copied values"].tolist() == ["87%", "87%"]
-    assert cell(frame, "copied rows", dataset="iris", model="gpt-x") == "-"
+    assert not ((frame["dataset"] == "iris") & (frame["model"] == "gpt-x")).any()
 
 
 def test_each_cell_is_traced_to_its_run(built):
@@ -408,19 +417,33 @@ def test_models_option_restricts_language_models_but_keeps_baselines(built, tmp_
     store, _, _, _ = built
     report = write_paper(store.uri, tmp_path, [EXPERIMENT], models=["oracle-null"])
     frame = frame_of(tmp_path, "fewshot_accuracy")
-    assert set(frame["model"]) == {"oracle-null", "LR", "GBT"}
+    assert set(frame["model"]) == {"LR"}  # oracle-null and GBT have no few-shot run here
     assert cell(frame, "original", dataset="iris", model="LR") == "0.90 ± 0.02"
     assert "gpt-x" not in (tmp_path / "overview.md").read_text()
     assert report.index.is_file()
 
 
-def test_an_empty_experiment_writes_every_table_with_dashes(built, tmp_path):
+def test_an_empty_experiment_writes_every_table_and_says_it_is_empty(built, tmp_path):
     store, _, _, _ = built
     report = write_paper(store.uri, tmp_path, ["no-such-experiment"])
     overview = frame_of(tmp_path, "overview")
-    assert set(overview["header"]) == {"-†"}
+    assert overview.empty and "header" in overview.columns
     assert "model=<model>" in (tmp_path / "overview.md").read_text()
     assert {f.name for f in report.figures} >= {"samples_scatter", "correlations"}
+    said = report.said(1.0)
+    assert said.startswith("0 tables and 0 figures with runs")
+    assert "Empty, no run yet: overview, completion" in said
+    assert "(empty: no run yet)" in report.index.read_text()
+
+
+def test_what_is_written_counts_only_tables_and_figures_with_runs(built):
+    _, _, report, _ = built
+    said = report.said(1.0)
+    full = sum(bool(t.run_ids) for t in report.tables)
+    assert said.startswith(f"{full} tables and ")
+    empty = [f.name for f in report.figures if not f.run_ids]
+    for name in empty:
+        assert name in said.split("Empty, no run yet: ", 1)[1]
 
 
 def test_missing_cells_merge_into_one_sweep():
@@ -430,7 +453,7 @@ def test_missing_cells_merge_into_one_sweep():
     missing.add("m1", "fico", "test=header", "transform=original")
     text = missing.footnote()
     assert (
-        "`python run.py -m model=m1,m2 dataset=iris,wine test=header,first_token "
+        "`tabmem run -m model=m1,m2 dataset=iris,wine test=header,first_token "
         "transform=original experiment=paper`" in text
     )
     assert "User-provided datasets (fico)" in text

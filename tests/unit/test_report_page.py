@@ -3,6 +3,7 @@ dataset shows, where they link, what their hover text says, and a page that need
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -203,3 +204,85 @@ def test_a_grids_dataset_verdicts_carry_their_q_value_in_mlflow_and_on_the_page(
         "Experiment grid: grid q: Benjamini-Hochberg over the 3 dataset verdicts with a p-value; "
         "evidence where q &lt; 0.01 keeps the false discovery rate among them at 0.01"
     ) in page
+
+
+def _visible(page: str) -> str:
+    """The page's text as printed: tags and hover titles left out."""
+    shown = re.sub(r'title="[^"]*"', "", page)
+    shown = re.sub(r"<script>.*?</script>|<style>.*?</style>", "", shown, flags=re.S)
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", shown)))
+
+
+def test_every_number_is_printed_not_only_in_the_hover_text(store_uri, tmp_path):
+    uri, _, _ = store_uri
+    out = tmp_path / "report.html"
+    write_page(uri, out, ["a"], ui_url=UI)
+    shown = _visible(out.read_text(encoding="utf-8"))
+    # the dataset verdict: combined p, grid q, the tests that carry it, each test's hits
+    assert re.search(r"p = [0-9.e-]+, grid q = [0-9.e-]+", shown)
+    assert "carried by row_completion" in shown
+    assert "row_completion 25/25" in shown and "header 4/4" in shown
+    # a test of its own: hits, baseline, p
+    assert "hits 0/25, baseline 0.006, p = 1" in shown
+
+
+def test_failed_cells_are_shown_with_their_error_and_counted(tmp_path):
+    store = TrackingStore.at(tmp_path, "grid")
+    _log(store, "memorizer", "iris", "header", "evidence", n_hits=4, n_queries=4, p_value=1e-7)
+    error = "Dataset 'fico' needs a file you provide: pass it with dataset.path=/path/to/fico.csv."
+    for test in ("header", "row_completion"):
+        tags = {**Cell("memorizer", "fico", test, "original").tags(), "verdict": "failed"}
+        store.log_cell("failed · memorizer", {**tags, "error": error}, {}, {}, {}, {}, failed=True)
+    out = tmp_path / "report.html"
+    matrix = write_page(store.uri, out, ui_url=UI)
+    assert matrix.datasets == ["iris", "fico"]  # the failed file is not left out
+    assert matrix.counts == "1 model × 2 datasets; 0 dataset verdicts, 1 test run, 2 failed"
+    (failed,) = [m for m in matrix.marks if m.verdict == "failed"]
+    assert failed.main and failed.tests == ("header", "row_completion")
+    assert failed.url.startswith(f"{UI}/#/experiments/")
+    shown = _visible(out.read_text(encoding="utf-8"))
+    assert "header, row_completion failed" in shown
+    assert "error: Dataset 'fico' needs a file you provide" in shown
+
+
+def test_a_grids_page_shows_the_cells_it_skipped_with_the_reason(tmp_path):
+    store = TrackingStore.at(tmp_path, "paper")
+    _log(store, "memorizer", "iris", "header", "evidence", n_hits=4, n_queries=4)
+    reason = "dataset file not present: Dataset 'fico' needs a file you provide"
+    skipped = [
+        CellOutcome("memorizer", "fico", t, "original", "skipped", message=reason)
+        for t in ("header", "row_completion")
+    ]
+    already = CellOutcome(
+        "memorizer", "iris", "header", "original", "skipped", "evidence", "", "r1", "done"
+    )
+    out = tmp_path / "report.html"
+    matrix = write_page(store.uri, out, ["paper"], ui_url=UI, skipped=[*skipped, already])
+    (mark,) = [m for m in matrix.marks if m.verdict == "skipped"]
+    assert (mark.model, mark.dataset, mark.tests) == (
+        "memorizer",
+        "fico",
+        ("header", "row_completion"),
+    )
+    assert "2 skipped" in matrix.counts
+    assert f"skipped: {reason}" in _visible(out.read_text(encoding="utf-8"))
+
+
+def test_two_models_side_by_side_and_each_experiments_runs_list(store_uri, tmp_path):
+    uri, ids, _ = store_uri
+    out = tmp_path / "report.html"
+    write_page(uri, out, ["a"], ui_url=UI, compare=["memorizer", "null"])
+    page = out.read_text(encoding="utf-8")
+    assert f'href="{UI}/#/experiments/{ids["a"]}?workflowType=machine_learning"' in page
+    # the two models share no file in experiment a: the page says which ran what
+    assert "The two models share no file on this page." in page
+    assert "Only memorizer ran: iris." in page and "Only null ran: my-file, wine." in page
+    store = TrackingStore.at(tmp_path / "b", "both")
+    for model, verdict, hits in (("memorizer", "evidence", 4), ("null", "no_evidence", 0)):
+        _log(store, model, "iris", "header", verdict, n_hits=hits, n_queries=4, p_value=0.5)
+    write_page(store.uri, out, ui_url=UI, compare=["memorizer", "null"])
+    compare = out.read_text(encoding="utf-8").split('<table class="compare">', 1)[1]
+    compare = _visible(compare.split("</table>", 1)[0])
+    assert "iris header ✓ header hits 4/4" in compare and "✗ header hits 0/4" in compare
+    with pytest.raises(Exception, match="no run of nobody"):
+        write_page(store.uri, out, compare=["memorizer", "nobody"])

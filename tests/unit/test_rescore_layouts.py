@@ -14,7 +14,7 @@ from harness import settings_of
 from tabmem.battery.base import TestContext
 from tabmem.battery.lifecycle import rescorable_test
 from tabmem.data import dataset_specs, load_dataset
-from tabmem.errors import ConfigError
+from tabmem.errors import ConfigError, DatasetError
 from tabmem.prompts.observations import row_values
 from tabmem.rescore import guess_format, read_transcript, rescore
 from tabmem.results import Verdict
@@ -132,6 +132,22 @@ def test_columns_holding_parsing_artefacts_are_left_out_when_named(tmp_path, win
         run("feature_completion", wine, read_transcript(path, "feature-table"))
     with pytest.raises(ConfigError, match="must be shown columns"):
         read_transcript(path, "feature-table", ignore=["colour"])
+
+
+def test_a_column_of_parsing_artefacts_is_named_with_the_option_that_leaves_it_out(tmp_path, wine):
+    rows = random.Random(4).sample(range(len(wine.rows)), 30)
+    frame = feature_table(wine, rows, "malic_acid", right=12)
+    frame["ash"] = "25.0, magnesium = 96"  # a value the file's ash never takes
+    path = tmp_path / "uci-wine.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(DatasetError) as refused:
+        run("feature_completion", wine, read_transcript(path, "feature-table"))
+    said = str(refused.value)
+    assert said.startswith("None of the 30 lines of the transcript was found in wine")
+    assert "column ash shows values that wine's ash never takes in 30 of 30 lines" in said.lower()
+    assert "'25.0, magnesium = 96'" in said
+    assert "--ignore-column ash" in said and "ignore_columns" in said
+    assert "alcalinity_of_ash" not in said  # a column that holds the file's values is not named
 
 
 def test_samples_count_the_exact_copies_of_real_rows(tmp_path, iris):

@@ -8,7 +8,7 @@ import logging
 
 from rich.console import Console
 
-from tabmem.report.terminal import show_result
+from tabmem.report.terminal import completion_text, show_result
 from tabmem.results import QueryRecord, TestResult, Verdict
 
 
@@ -47,3 +47,14 @@ def test_without_colour_a_line_separates_the_prompt_from_the_answer() -> None:
 def test_with_colour_the_answer_follows_the_prompt_as_it_did() -> None:
     text = _printed(color=True)
     assert "the model's answer" not in text and "\x1b[" in text
+
+
+def test_the_best_query_marks_where_it_cut_the_prompts_start() -> None:
+    header = "target,alcohol,malic_acid,ash," + ",".join(f"feature_{i}" for i in range(40))
+    record = QueryRecord(
+        prompt="p", expected="", completion="1,14.23\n", score=1.0, extra={"prefix": header}
+    )
+    shown = completion_text(record, prompt_tail=100, plain=True).plain
+    assert shown.startswith("…") and shown[1:].startswith(header[-100:])
+    short = QueryRecord(prompt="p", expected="", completion="", score=0.0, extra={"prefix": "a,b"})
+    assert completion_text(short, prompt_tail=100).plain.startswith("a,b")  # nothing cut

@@ -244,7 +244,7 @@ def write_calibration(tracking_uri: str, out: Path) -> list[Path]:
 
     require_store(
         tracking_uri,
-        "run the grid first (make calibrate, or python run.py +grid=calibrate) "
+        "run the grid first (make calibrate, or tabmem run +grid=calibrate) "
         "or pass --tracking-uri.",
     )
     runs = calibration_runs(load_runs(tracking_uri, distinct=DISTINCT))
@@ -252,7 +252,7 @@ def write_calibration(tracking_uri: str, out: Path) -> list[Path]:
     if not tables:
         raise TabmemError(
             f"The store has no finished cells of the '{CALIBRATION_EXPERIMENT}' experiment; "
-            "run python run.py +grid=calibrate first."
+            "run tabmem run +grid=calibrate first."
         )
     out.mkdir(parents=True, exist_ok=True)
     written = [path for table in tables for path in write_table(table, out)]

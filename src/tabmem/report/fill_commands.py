@@ -1,7 +1,7 @@
 """The footnote of a paper table with missing cells: the command that would fill them.
 
 A table never invents a number: a cell without a run prints ``-`` and the table's footnote
-names one ``python run.py -m`` sweep over the missing models, datasets and tests. The sweep
+names one ``tabmem run -m`` sweep over the missing models, datasets and tests. The sweep
 may include cells that already ran; the runner skips those (same configuration, finished, in
 the same experiment: a table read from every experiment names none, so the sweep logs to the
 default one). A user's own file is named as ``dataset=csv`` with its name and the path its
@@ -57,12 +57,12 @@ class MissingCells:
         return bool(self.models)
 
     def command(self, datasets: list[str]) -> str:
-        """``python run.py -m`` over the missing models, the given datasets and overrides."""
+        """``tabmem run -m`` over the missing models, the given datasets and overrides."""
         parts = [f"model={','.join(self.models)}", f"dataset={','.join(datasets)}"]
         parts += [f"{key}={','.join(values)}" for key, values in self.overrides.items()]
         if self.experiment:  # else the default experiment, where plain runs were logged
             parts.append(f"experiment={self.experiment}")
-        return " ".join(["python run.py -m", *parts])
+        return " ".join(["tabmem run -m", *parts])
 
     def footnote(self, mark: str = NO_RUN) -> str:
         """``mark``: no run yet, and the command that would fill those cells ('' if none)."""

@@ -98,7 +98,7 @@ def accuracy_difference_figure(runs: PaperRuns) -> ReportFigure:
             "logistic regression on the same held-out rows, with 95% error bars (±1.96 "
             "combined standard errors). Left: datasets on which a memorization test of this "
             "model found evidence; right: the others ('untested': no memorization run). "
-            "Fill: python run.py +grid=paper model=<model> and model=logistic-regression."
+            "Fill: tabmem run +grid=paper model=<model> and model=logistic-regression."
         ),
         run_ids=sorted(run_ids),
     )
@@ -173,7 +173,7 @@ def statistical_learning_figure(runs: PaperRuns) -> ReportFigure:
         caption=(
             "Synthetic problems y = 1[x·z ≥ 0], x ~ N(0, I_d); accuracy with 95% Wilson "
             "intervals. LR (reference) and 1-NN (reference) are fitted on each problem's shots "
-            "by the test itself; chance is 0.5. Fill: python run.py +grid=paper model=<model>."
+            "by the test itself; chance is 0.5. Fill: tabmem run +grid=paper model=<model>."
         ),
         run_ids=run_ids,
     )

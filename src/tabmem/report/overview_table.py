@@ -1,5 +1,6 @@
-"""The test overview: datasets × the dataset verdict, then the knowledge and memorization tests,
-one verdict mark per model."""
+"""The test overview: one row per dataset and model, the dataset verdict, then the knowledge and
+memorization tests, one verdict mark per cell. Datasets without any run are named in a footnote
+rather than filling rows of dashes."""
 
 from __future__ import annotations
 
@@ -29,46 +30,52 @@ NO_RUN_MARK = f"{NO_RUN}†"
 
 
 def overview_table(runs: PaperRuns) -> ReportTable:
-    """One row per dataset, one column per test; each cell holds one mark per model."""
+    """One row per dataset and model that has a run, one column per test; each cell holds
+    that model's one mark."""
     missing = runs.missing_cells()
-    rows, sources = [], []
+    rows, sources, idle = [], [], []
     columns = {DATASET_TEST: DATASET_TITLE, **overview_tests()}
     for dataset in runs.datasets:
-        row = {"dataset": dataset}
-        for test, title in columns.items():
-            marks = []
-            for model in runs.models:
+        found = []
+        for model in runs.models:
+            row = {"dataset": dataset, "model": model}
+            for test, title in columns.items():
                 run = runs.cell(model, dataset, test)
                 if run is None:
-                    marks.append(NO_RUN_MARK)
+                    row[title] = NO_RUN_MARK
                     if test != DATASET_TEST:  # made by the suites' runs, not run by itself
                         missing.add(model, dataset, f"test={test}", "transform=original")
                     continue
-                marks.append(mark(run))
+                row[title] = mark(run)
                 sources.append(source(dataset, title, model, run, mark(run)))
-            row[title] = " ".join(marks)
-        rows.append(row)
-    frame = pd.DataFrame(rows, columns=["dataset", *columns.values()])
+            found.append(row)
+        if any(v != NO_RUN_MARK for row in found for k, v in row.items() if k in columns.values()):
+            rows += found
+        else:
+            idle.append(dataset)
+    frame = pd.DataFrame(rows, columns=["dataset", "model", *columns.values()])
     return ReportTable(
         name="overview",
-        title="Knowledge and memorization tests: verdict per dataset and test",
+        title="Knowledge and memorization tests: verdict per dataset, model and test",
         frame=frame,
-        footnotes=_footnotes(runs, missing),
+        footnotes=_footnotes(runs, missing, idle),
         run_ids=sorted({s["run_id"] for s in sources}),
         sources=sources,
     )
 
 
-def _footnotes(runs: PaperRuns, missing: MissingCells) -> list[str]:
+def _footnotes(runs: PaperRuns, missing: MissingCells, idle: list[str]) -> list[str]:
     legend = ", ".join(f"{symbol} {verdict.replace('_', ' ')}" for verdict, symbol in MARKS.items())
-    models = ", ".join(runs.models) if runs.models else "(no language model has a run)"
     notes = [
-        f"Marks in each cell, in model order: {models}.",
         f"{legend}. The first column is the dataset verdict, the main mark: the tests of rows "
         "seen of the model and dataset combined (Cauchy combination, Holm's procedure names the "
         "tests that carry it); the other columns are each test's own verdict. Each rule: "
         "docs/tests.md, docs/memorization.md, docs/knowledge.md.",
     ]
+    if not runs.models:
+        notes.append("No language model has a run.")
+    if idle and len(idle) < len(runs.datasets):
+        notes.append(f"No run yet on {', '.join(idle)}: left out (the command below fills them).")
     if missing:
         notes.append(missing.footnote(NO_RUN_MARK))
     return notes

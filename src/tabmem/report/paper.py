@@ -11,11 +11,12 @@ import itertools
 import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from pathlib import Path
 
 from tabmem.report.calibration import calibration_runs, calibration_tables
+from tabmem.report.fill_commands import NO_RUN
 from tabmem.report.lab_tables import lab_reports
 from tabmem.report.learning_figures import accuracy_difference_figure, statistical_learning_figure
 from tabmem.report.learning_tables import baseline_tables, fewshot_table
@@ -48,17 +49,82 @@ class PaperReport:
     def index(self) -> Path:
         return self.out / "index.md"
 
+    @property
+    def empty(self) -> list[str]:
+        """The tables and figures no run filled, by file name."""
+        return [t.name for t in self.tables if not t.run_ids] + [
+            f.name for f in self.figures if not f.run_ids
+        ]
+
+    def said(self, seconds: float) -> str:
+        """What was written, in a line or two: the tables and figures that hold runs, and those
+        that are empty (written all the same, with the command that fills them)."""
+        tables = sum(bool(t.run_ids) for t in self.tables)
+        figures = sum(bool(f.run_ids) for f in self.figures)
+        text = (
+            f"{tables} tables and {figures} figures with runs ({len(self.files)} files) in "
+            f"{seconds:.1f}s: {self.index}"
+        )
+        if self.empty:
+            text += (
+                f"\nEmpty, no run yet: {', '.join(self.empty)} (each says the tabmem run "
+                "command that fills it)."
+            )
+        return text
+
+
+ROW_KEYS = ("dataset", "model", "feature", "temperature")
+"""Columns that name a table's row rather than hold a run's number."""
+
+
+def without_idle_rows(table: ReportTable) -> ReportTable:
+    """``table`` without the rows that hold no run (every number ``-``), named in a footnote
+    before the one that says how to fill them; a table without any run keeps its columns."""
+    frame = table.frame
+    values = [c for c in frame.columns if c not in ROW_KEYS]
+    if frame.empty or not values:
+        return table
+    idle = frame[values].astype(str).isin([NO_RUN, ""]).all(axis=1)
+    if not idle.any():
+        return table
+    kept = frame[~idle].reset_index(drop=True)
+    if kept.empty:
+        note = "No run yet: the command below fills this table."
+    else:
+        left = (
+            sorted(
+                set(frame.loc[idle, "dataset"]) - set(kept["dataset"]),
+                key=list(frame["dataset"]).index,
+            )
+            if "dataset" in frame
+            else []
+        )
+        note = (
+            f"Rows without a run are left out (no run yet on {', '.join(left)})."
+            if left
+            else "Rows without a run are left out."
+        )
+    notes = list(table.footnotes)
+    notes.insert(max(0, len(notes) - 1) if notes else 0, note)
+    return replace(table, frame=kept, footnotes=notes)
+
 
 def paper_tables(runs: PaperRuns) -> list[ReportTable]:
-    """Every table the runs can fill; those of tests without runs show ``-`` cells. The
-    contamination lab's tables come with its figures, from ``lab_reports``."""
+    """Every table the runs can fill, each without the rows no run filled (a table of tests
+    without runs keeps only its columns and the command that fills it). The contamination
+    lab's tables come with its figures, from ``lab_reports``."""
     tables = [
         overview_table(runs),
-        completion_table(runs),
-        first_token_table(runs),
-        fewshot_table(runs),
-        *baseline_tables(runs),
-        samples_table(runs),
+        *map(
+            without_idle_rows,
+            [
+                completion_table(runs),
+                first_token_table(runs),
+                fewshot_table(runs),
+                *baseline_tables(runs),
+                samples_table(runs),
+            ],
+        ),
     ]
     forecast = forecast_report(runs)
     return [*tables, *([forecast] if forecast else []), *probes_reports(runs)]

@@ -99,7 +99,8 @@ def _rows(runs_used: pd.DataFrame, entries: Sequence[Entry]) -> list[str]:
     for e in entries:
         models, dates = _models_and_dates(runs_used, e.run_ids)
         files = " · ".join(f"[{label}]({name})" for label, name in e.files)
-        lines.append(f"| [{e.title}]({e.link}) | {files} | {models} | {dates} | {len(e.run_ids)} |")
+        title = e.title if e.run_ids else f"{e.title} (empty: no run yet)"
+        lines.append(f"| [{title}]({e.link}) | {files} | {models} | {dates} | {len(e.run_ids)} |")
     return lines
 
 

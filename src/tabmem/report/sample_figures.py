@@ -238,7 +238,7 @@ def _placeholder(name: str, title: str, test: str) -> ReportFigure:
     fig = Figure(figsize=(6, 2))
     axis = fig.subplots()
     axis.axis("off")
-    command = f"python run.py +grid=paper model=<model>  (or test={test})"
+    command = f"tabmem run +grid=paper model=<model>  (or test={test})"
     axis.text(0.5, 0.5, f"no run yet\n{command}", ha="center", va="center")
     return ReportFigure(
         name=name, title=title, figure=fig, caption=f"No run yet. Fill with: {command}"

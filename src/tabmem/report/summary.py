@@ -1,6 +1,8 @@
-"""The table printed at the end of a run or sweep, from the cells' outcome files.
+"""What is printed at the end of a run or sweep, from the cells' outcome files.
 
-It ends with the grid's spend (tokens and USD the providers reported); a dry run prints instead
+One line per model × dataset (``tabmem.report.answer``), every test of each with ``detail=true``,
+each failure and skip reason once, the grid's spend (tokens and USD the providers reported) and
+where MLflow keeps the runs, with the address of their list in the UI; a dry run prints instead
 the bill it would run up (``plan_table``), one combined table for a whole sweep.
 """
 
@@ -15,8 +17,18 @@ from typing import TYPE_CHECKING, Any
 from hydra.experimental.callback import Callback
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from tabmem.jobs import CELL_GLOB, PLAN_GLOB, CellOutcome
+from tabmem.report.answer import (
+    answer_notes,
+    answer_table,
+    answers,
+    detail_table,
+    problems,
+    summary_console,
+)
+from tabmem.tracking.ui_links import browse_hint
 
 if TYPE_CHECKING:
     from tabmem.report.dataset_verdicts import DatasetOutcome
@@ -36,6 +48,8 @@ def _job_number(name: str) -> tuple[int, str]:
 
 
 def summary_table(outcomes: list[dict[str, Any]]) -> Table:
+    """Every test as one row of a table (for scripts that want rich's table; the terminal
+    prints ``answer.detail_table``)."""
     table = Table(title="tabmem summary", show_lines=False)
     for column in (
         "model",
@@ -50,7 +64,7 @@ def summary_table(outcomes: list[dict[str, Any]]) -> Table:
         "cost $",
         "run id",
     ):
-        table.add_column(column, overflow="fold")
+        table.add_column(column)
     for o in outcomes:
         style = STATUS_STYLE.get(o["status"], "")
         table.add_row(
@@ -153,7 +167,7 @@ def _estimate(plan: dict[str, Any]) -> str:
 
 def print_plan(folder: Path, console: Console | None = None) -> None:
     """The dry run's combined table, for one run or a whole sweep."""
-    console = console or Console(width=None if sys.stdout.isatty() else 160)
+    console = console or summary_console()
     plans = read_outcomes(folder, PLAN_GLOB)
     if not plans:
         console.print(f"No dry-run plans under {folder}.")
@@ -172,30 +186,39 @@ def print_summary(
     experiment: str,
     console: Console | None = None,
     verdicts: Sequence[DatasetOutcome] = (),
+    detail: bool = False,
 ) -> int:
-    """The summary table, the dataset verdicts, the failures spelled out, and where MLflow
-    keeps the runs; the number of failed cells."""
-    console = console or Console(width=None if sys.stdout.isatty() else 140)
+    """One line per model × dataset (with ``detail``, every test of each after it), each
+    failure and skip reason once, the spend, and where MLflow keeps the runs; the number of
+    failed tests."""
+    console = console or summary_console()
     outcomes = read_outcomes(folder)
     if not outcomes:
         console.print(f"No cell outcomes under {folder}.")
         return 0
-    console.print(summary_table(outcomes))
-    if verdicts:
-        from tabmem.report.dataset_verdicts import dataset_table
-
-        console.print(dataset_table(verdicts))
-    for o in outcomes:
-        if o["status"] == "failed":
-            console.print(
-                f"[bold red]failed[/] {o['model']} | {o['dataset']} | {o['test']}: {o['message']}"
-            )
+    found = answers(outcomes, verdicts)
+    width = console.width
+    if found:
+        console.print(Text("tabmem summary: one answer per model × dataset", style="bold"))
+        for line in answer_table(found, width):
+            console.print(line, no_wrap=True, overflow="ignore", crop=False)
+        for note in answer_notes(found, verdicts):
+            console.print(note, style="dim")
+    if detail:
+        console.print(Text("tabmem summary: every test", style="bold"))
+        for line in detail_table(outcomes, width):
+            console.print(line, no_wrap=True, overflow="ignore", crop=False)
+    elif len(found) < len(outcomes):
+        console.print("detail=true lists every test with its hits, calls and run.", style="dim")
+    for line in problems(outcomes):
+        console.print(line)
     counts = {s: sum(o["status"] == s for o in outcomes) for s in STATUS_STYLE}
     console.print(spend_line(outcomes))
     console.print(
         f"{counts['finished']} finished, {counts['skipped']} skipped, {counts['failed']} failed. "
-        f"MLflow runs: experiment '{experiment}' in {tracking_uri} ({browse_hint(tracking_uri)})."
+        f"MLflow runs: experiment '{experiment}' in {tracking_uri}."
     )
+    console.print(f"Its runs: {browse_hint(tracking_uri, experiment)}")
     return counts["failed"]
 
 
@@ -233,14 +256,20 @@ class SummaryCallback(Callback):
             )
             verdicts = logged(combined, rule, store)
         uri = store.uri if store else tracking_uri(config.tracking.uri, outputs)
-        failed = print_summary(folder, uri, str(config.experiment), verdicts=verdicts)
+        failed = print_summary(
+            folder,
+            uri,
+            str(config.experiment),
+            verdicts=verdicts,
+            detail=bool(config.get("detail", False)),
+        )
         # the experiment's page of who memorized what, where this run added a run to it (a
         # run of finished cells only leaves the page as it was)
         if any(o.run_id and o.status != "skipped" for o in outcomes):
             from tabmem.report.page import PAGE_NAME, log_page, pages_experiment, write_page
 
             experiment = str(config.experiment)
-            write_page(uri, folder / PAGE_NAME, [experiment])
+            write_page(uri, folder / PAGE_NAME, [experiment], skipped=outcomes)
             print(f"Who memorized what (experiment '{experiment}'): {folder / PAGE_NAME}")
             if grid:
                 pages = TrackingStore.at(
@@ -252,11 +281,3 @@ class SummaryCallback(Callback):
                 log_page(pages, folder / PAGE_NAME, experiment, folder)
                 print(f"  also in MLflow: experiment '{pages.experiment}', artifact {PAGE_NAME}")
         return failed
-
-
-def browse_hint(tracking_uri: str) -> str:
-    """How to look at the runs: the server's address, or the MLflow UI over a local store (a
-    command that works from any folder, with or without this repository's Makefile)."""
-    if tracking_uri.startswith(("http://", "https://")):
-        return f"open {tracking_uri}"
-    return f"browse them with: mlflow ui --backend-store-uri {tracking_uri}"

@@ -22,12 +22,18 @@ VERDICT_STYLE = {
 }
 
 
+CUT = "…"
+"""Marks where the panel cut the start of a prompt it shows only the end of."""
+
+
 def completion_text(
     record: QueryRecord, prompt_tail: int = 300, limit: int = 600, plain: bool = False
 ) -> Text:
-    """Prompt tail, then the completion split into its correct and incorrect parts; ``plain``
-    (no colour to tell them apart) puts a labelled line between prompt and answer."""
-    prefix = str(record.extra.get("prefix", ""))[-prompt_tail:]
+    """Prompt tail (``…`` where its start was cut), then the completion split into its correct
+    and incorrect parts; ``plain`` (no colour to tell them apart) puts a labelled line between
+    prompt and answer."""
+    whole = str(record.extra.get("prefix", ""))
+    prefix = whole if len(whole) <= prompt_tail else CUT + whole[-prompt_tail:]
     completion = strip_code_fence(record.completion)
     matched = common_prefix_length(record.expected, completion)
     text = Text()
@@ -43,6 +49,14 @@ def completion_text(
         text.append("\n-- the file goes on with --\n", style="dim italic")
         text.append(record.expected[matched:][:limit], style="yellow")
     return text
+
+
+def show_brief(result: TestResult, name: str, figure: str, console: Console) -> None:
+    """One line for a test of a grid's cell: its verdict, the cell and its hits (and p)."""
+    style = VERDICT_STYLE[result.verdict]
+    line = Text(f"{result.verdict.value:<14}", style=style)
+    line.append(f" {name}  {figure}")
+    console.print(line, no_wrap=True, overflow="ellipsis")
 
 
 def show_result(result: TestResult, console: Console, verbose: bool = True) -> None:

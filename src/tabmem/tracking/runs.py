@@ -25,6 +25,16 @@ def load_runs(
     of each cell is kept, so a re-run replaces an older one and nothing is counted twice;
     ``distinct`` names further columns that tell cells apart (``param.test.temperature``).
     """
+    return latest_finished(all_runs(tracking_uri, experiments, models), distinct)
+
+
+def all_runs(
+    tracking_uri: str,
+    experiments: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Every active run of the named experiments (all if None), whatever its status, in the
+    columns ``load_runs`` gives."""
     path = sqlite_path(tracking_uri)
     if path is not None:
         frame = sqlite_frame(path, experiments)
@@ -32,7 +42,7 @@ def load_runs(
         frame = client_frame(tracking_uri, experiments)
     if models:
         frame = frame[frame["model"].isin(models)]
-    return latest_finished(frame, distinct)
+    return frame
 
 
 BASE_COLUMNS = ("run_id", "experiment", "status", "start_time", *CELL_TAGS)
@@ -130,3 +140,14 @@ def latest_finished(frame: pd.DataFrame, distinct: Sequence[str] = ()) -> pd.Dat
     done = done.sort_values("start_time")
     keys = ["model", "dataset", "test", "transform", *(c for c in distinct if c in frame)]
     return done.drop_duplicates(keys, keep="last").reset_index(drop=True)
+
+
+def latest_failed(frame: pd.DataFrame, distinct: Sequence[str] = ()) -> pd.DataFrame:
+    """The cells whose newest run FAILED (no run of the cell finished after it), one row
+    each: what a grid left undone, with its error."""
+    if frame.empty:
+        return frame
+    cells = frame[frame["status"].isin(["FINISHED", "FAILED"]) & (frame["test"] != "")]
+    keys = ["model", "dataset", "test", "transform", *(c for c in distinct if c in frame)]
+    newest = cells.sort_values("start_time").drop_duplicates(keys, keep="last")
+    return newest[newest["status"] == "FAILED"].reset_index(drop=True)
