@@ -11,8 +11,8 @@ CPU time much less):
 - one reference-model cell: ``model=oracle-null`` on iris, the first time, on a store that
   exists (a copy of the memorizer's);
 - a bad data file (ragged rows, then a missing file) as ``dataset=csv dataset.path=…``: the
-  seconds until its one sentence is printed, before any model loads (the process goes on to
-  log the cell as a FAILED run);
+  seconds until its one sentence is printed, before the cell starts (the process then exits
+  with status 1, nothing logged);
 - an override of a setting the test lacks (``test.num_queries=abc``): its one sentence;
 - the demo grid with every cell finished (``tabmem run +grid=demo`` the second time: the
   embedded model is not loaded); the first pass runs the model and is not timed.
@@ -189,11 +189,11 @@ def bad_inputs(work: Path, repeats: int) -> list[Figure]:
             *("run", "model=oracle-null", "dataset=csv", f"dataset.path={path}"),
             *("dataset.name=bad", "test=header", *QUIET, f"outputs_dir={work / 'cells'}"),
         ]
-        runs = [tabmem(arguments, work, "failed oracle-null", expect=1) for _ in range(repeats)]
+        runs = [tabmem(arguments, work, "Dataset 'bad'", expect=1) for _ in range(repeats)]
         if any(run.seen is None for run in runs):
             raise SystemExit(f"no failure sentence for the {label} file:\n{runs[0].output}")
         said = min(runs, key=lambda run: run.seen or 0.0)
-        note = f"said before the model; ends at {said.wall:.1f} s (its FAILED run logged)"
+        note = f"said before the cell starts; ends at {said.wall:.1f} s (nothing logged)"
         figures.append(
             Figure(f"bad data file ({label}): sentence", said.seen or 0.0, said.cpu, 2.0, note)
         )

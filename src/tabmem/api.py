@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -213,7 +214,7 @@ def _run_outcomes(
     outputs = outputs_path(compose_config([o for o in given if o.startswith("outputs_dir=")]))
     choices = [
         *model_overrides(model, model_name),
-        *dataset_overrides(dataset, name, outputs),
+        *dataset_overrides(dataset, name, outputs, quiet),
         *groups,
     ]
     cfg = compose_config([*choices, *given])
@@ -348,20 +349,33 @@ def model_overrides(model: Any, model_name: str | None) -> list[str]:
     ]
 
 
-def dataset_overrides(dataset: Any, name: str | None, outputs: Path) -> list[str]:
+_told_missing: set[str] = set()
+"""The frames (by the sha256 of their text) whose missing values were already said."""
+
+
+def dataset_overrides(
+    dataset: Any, name: str | None, outputs: Path, quiet: bool = False
+) -> list[str]:
     """``dataset=<config>``, or ``dataset=csv`` with the file's path, name and sha256.
 
-    A DataFrame is first written as canonical CSV text under ``<outputs>/datasets/``.
+    A DataFrame is first written as canonical CSV text under ``<outputs>/datasets/``; where it
+    has missing values, which become empty fields, one sentence says so (once per frame and
+    process, unless ``quiet``).
     """
     import pandas as pd
 
-    from tabmem.data.frames import text_sha256, write_frame
+    from tabmem.data.frames import missing_note, text_sha256, write_frame
     from tabmem.data.registry import read_canonical_text
 
     if isinstance(dataset, pd.DataFrame):
         if not name:
             raise ConfigError("A DataFrame needs a name: tabmem.run(dataset=frame, name=...).")
         path, digest = write_frame(dataset, safe_name(name), outputs / "datasets")
+        note = missing_note(dataset, safe_name(name))
+        if note and digest not in _told_missing:
+            _told_missing.add(digest)
+            if not quiet:
+                print(note, file=sys.stderr)
         return _file_overrides(safe_name(name), path, digest)
     if dataset is None or (
         isinstance(dataset, str) and (config_dir() / "dataset" / f"{dataset}.yaml").is_file()

@@ -10,6 +10,7 @@ run on the cell (``not_applicable``) would send nothing.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.plan import RequestPlan
 from tabmem.llm.registry import build_model
+from tabmem.preflight import cell_problems, credentials_problems
 from tabmem.results import TestResult, Verdict
 
 
@@ -41,9 +43,16 @@ def not_applicable_note(result: TestResult, plan: RequestPlan) -> str:
 def plan_cell(cfg: Any, job_dir: Path, console: Console) -> None:
     """A dry run of one cell: build every test's requests, send none, log nothing to MLflow;
     write per test what the unsent requests would cost (``plan-<test>.json``)."""
+    job_dir.mkdir(parents=True, exist_ok=True)
+    problems = cell_problems(cfg, credentials=False)
+    if problems:  # the real run would stop here too: nothing to plan
+        _cannot_plan(cfg, job_dir, console, str(problems[0]))
+        return
+    # a real run would stop for these, but nothing is sent: the bill is still complete (its
+    # rows keep what is missing, as ``needs``; the sentences, with what to do, come before it)
+    needs = [v for p in credentials_problems(cfg) for v in re.findall(r"\$\w+", str(p))]
     cache = ResponseCache(outputs_dir(cfg) / "cache" / "responses.sqlite")
     model: LanguageModel | None = None
-    job_dir.mkdir(parents=True, exist_ok=True)
     try:
         dataset = apply_transform(load_dataset(cfg.dataset), cfg.transform, int(cfg.seed))
         model = build_model(
@@ -71,14 +80,20 @@ def plan_cell(cfg: Any, job_dir: Path, console: Console) -> None:
                 else:
                     note = not_applicable_note(result, model.plan)
             row = {**cell.tags(), **model.plan.as_dict(model.price), "note": note[:300]}
+            row["needs"] = needs
             (job_dir / f"plan-{name}.json").write_text(json.dumps(row, indent=2))
             console.print(f"[dim]planned[/] {cell.run_name}: {model.plan.requests} requests")
     except Exception as exc:
         message = str(exc) if isinstance(exc, TabmemError) else f"{type(exc).__name__}: {exc}"
-        console.print(f"[bold red]cannot plan[/] {Cell.from_config(cfg).run_name}: {message}")
-        row = {**Cell.from_config(cfg).tags(), "requests": None, "note": message[:300]}
-        (job_dir / f"plan-{cfg.test.name}.json").write_text(json.dumps(row, indent=2))
+        _cannot_plan(cfg, job_dir, console, message)
     finally:
         if model is not None:
             model.close()
         cache.close()
+
+
+def _cannot_plan(cfg: Any, job_dir: Path, console: Console, message: str) -> None:
+    """A cell that cannot be planned: one sentence, and its row in the bill says why."""
+    console.print(f"[bold red]cannot plan[/] {Cell.from_config(cfg).run_name}: {message}")
+    row = {**Cell.from_config(cfg).tags(), "requests": None, "note": message[:300]}
+    (job_dir / f"plan-{cfg.test.name}.json").write_text(json.dumps(row, indent=2))

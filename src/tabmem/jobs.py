@@ -39,6 +39,7 @@ class CellOutcome:
     evaluated_tokens: int = 0
     cost_usd: float = 0.0
     unpriced_answers: int = 0
+    uncounted_answers: int = 0
 
     def add_calls(self, calls: dict[str, float]) -> None:
         """Take the calls, tokens and dollars of the cell's queries."""
@@ -50,6 +51,7 @@ class CellOutcome:
             "cached_prompt_tokens",
             "evaluated_tokens",
             "unpriced_answers",
+            "uncounted_answers",
         ):
             setattr(self, name, int(calls.get(name, 0)))
         self.cost_usd = float(calls.get("cost_usd", 0.0))

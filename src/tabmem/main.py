@@ -50,9 +50,13 @@ def main(cfg: DictConfig) -> None:
         sys.exit(1)
 
 
+INTERRUPTED = 130  # a shell's status for a command ended by Ctrl-C (128 + SIGINT)
+
+
 def run(arguments: Sequence[str], prog: str = "tabmem run") -> int:
     """Hydra's command line with ``arguments`` in this process; its exit status (1, and one
-    sentence, for a cell setting that does not exist or a value of the wrong kind)."""
+    sentence, for a cell setting that does not exist or a value of the wrong kind; 130, and
+    what is kept, on Ctrl-C)."""
     problem = override_problem(arguments)
     if problem is not None:
         print(f"{prog}: {problem}", file=sys.stderr)
@@ -66,6 +70,11 @@ def run(arguments: Sequence[str], prog: str = "tabmem run") -> int:
     except SystemExit as exit_:
         code = exit_.code
         return code if isinstance(code, int) else (0 if code is None else 1)
+    except KeyboardInterrupt:  # Ctrl-C: what is kept and how to go on, not a traceback
+        from tabmem.preflight import interrupted_note
+
+        print(f"\n{prog}: {interrupted_note()}", file=sys.stderr)
+        return INTERRUPTED
     finally:
         sys.argv = saved
         if helped is not None:

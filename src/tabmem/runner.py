@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from tabmem.cell import Cell, cell_params, config_hash, group_hash
-from tabmem.errors import ConfigError, ProviderError, TabmemError
+from tabmem.errors import ProviderError, TabmemError
 from tabmem.jobs import (
     SPEND_LEDGER,
     CellOutcome,
@@ -208,7 +208,7 @@ def run_cell(
             pending.append((cell, params, test_cfg))
     if pending:
         _store_of(cfg).use_writer()  # MLflow opens in a helper while the data and model load
-        problem = preflight_error(cfg)
+        problem = preflight_error(cfg, [(cell.test, test_cfg) for cell, _, test_cfg in pending])
         if problem is not None:  # said now, not after the store and the model: seconds, not 30
             console.print(
                 f"[bold red]failed[/] {Cell.from_config(cfg).run_name}: {problem}", **one_line
@@ -237,25 +237,15 @@ def run_cell(
     return outcomes
 
 
-def preflight_error(cfg: Any) -> TabmemError | None:
-    """What would fail every test of the cell, found before the tracking store opens and the
-    model is built: a negative or non-numeric ``budget_usd``, a missing or malformed data file."""
-    limit = cfg.get("budget_usd")
-    try:
-        if limit is not None and not float(limit) >= 0:
-            raise ValueError
-    except ValueError:
-        return ConfigError(
-            f"budget_usd={limit} is not a budget: give the most the grid may spend in US "
-            "dollars (budget_usd=5), or leave it out for no cap."
-        )
-    from tabmem.data import load_dataset
+def preflight_error(cfg: Any, tests: Sequence[tuple[str, Any]] | None = None) -> TabmemError | None:
+    """What would fail every test of the cell (of ``tests``, its (name, config) pairs that will
+    run), found before the tracking store opens and the model is built: the first problem
+    ``tabmem.preflight.cell_problems`` finds (the run's and the tests' settings, the data file,
+    the model's key and server URL)."""
+    from tabmem.preflight import cell_problems
 
-    try:
-        load_dataset(cfg.dataset)  # read and checked once: the cell's own load reuses it
-    except TabmemError as exc:
-        return exc
-    return None
+    problems = cell_problems(cfg, tests)
+    return problems[0] if problems else None
 
 
 def finished_run(cfg: Any, config_hash: str) -> StoredRun | None:

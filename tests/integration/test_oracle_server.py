@@ -71,7 +71,7 @@ def chat_body(prompt: str, **params: Any) -> dict[str, Any]:
     return {"model": "oracle-memorizer", "messages": messages, **params}
 
 
-def test_models_lists_the_six_oracles(server: OracleServer) -> None:
+def test_models_lists_the_nine_oracles(server: OracleServer) -> None:
     status, body = call(server, "/models")
     assert status == 200
     assert [m["id"] for m in body["data"]] == [
@@ -81,7 +81,18 @@ def test_models_lists_the_six_oracles(server: OracleServer) -> None:
         "oracle-learner",
         "oracle-copula",
         "oracle-forest",
+        "oracle-moments",
+        "oracle-mixture",
+        "oracle-boosted",
     ]
+
+
+def test_a_panel_family_answers_at_the_spread_its_name_gives(server: OracleServer) -> None:
+    body = {"model": "oracle-moments-t0", "prompt": TEXT[:CUT], "max_tokens": 20, "seed": 1}
+    status, reply = call(server, "/completions", body)
+    assert status == 200 and reply["model"] == "oracle-moments-t0"
+    assert reply["choices"][0]["text"]
+    assert call(server, "/completions", {**body, "model": "oracle-moments-tx"})[0] == 404
 
 
 def test_the_copula_learner_answers_over_http(server: OracleServer) -> None:
@@ -289,3 +300,20 @@ def test_the_client_closes_the_stream_once_the_answer_has_gone_wrong(
     client.close()
     assert text.startswith(first_line) and len(text) < len(whole)
     assert wrong.cut(text) == wrong.cut(whole)
+
+
+def test_a_stream_read_to_its_end_reports_its_token_usage(server: OracleServer) -> None:
+    """Issue 56: streams never asked for their usage, so every streamed answer counted no
+    tokens and the spend line disagreed with the calls column."""
+    from tabmem.llm.openai_http import OpenAICompatibleClient
+    from tabmem.llm.stopping import StopRule
+
+    client = OpenAICompatibleClient(server.base_url, None, 10, "oracle", lambda headers: None)
+    body = {**chat_body(TEXT[:CUT]), "max_tokens": 200}
+    whole, usage = client.chat("oracle-memorizer", body["messages"], {"max_tokens": 200})
+    unsettled = StopRule.verbatim(whole + "and a row more\n")  # settles only at the end
+    text, streamed = client.stream("chat/completions", body, unsettled)
+    client.close()
+    assert text == whole and usage["prompt_tokens"] > 0
+    counts = ("prompt_tokens", "completion_tokens")
+    assert {k: streamed.get(k) for k in counts} == {k: usage[k] for k in counts}

@@ -168,7 +168,10 @@ def test_a_dry_run_of_api_models_needs_no_key_and_no_network(server, tmp_path):
     grid = ("-m", "model=gpt-4,unpriced", "dataset=iris", "test=row_completion")
     asked = server.request_count
     planned = dry_run(outputs, conf, tmp_path, *grid)
-    assert planned.returncode == 0, planned.stdout + planned.stderr
+    # the bill is complete without the key; the dry run says that a real run would stop for
+    # it, and exits with status 1 as the real run would (issue 56)
+    assert planned.returncode == 1, planned.stdout + planned.stderr
+    assert planned.stderr.count("Model 'gpt-4' needs an API key in $OPENAI_API_KEY") == 1
     assert server.request_count == asked
     assert not (outputs / "mlflow.db").exists()
     by_model = {c["model"]: c for c in plans(outputs)}

@@ -44,6 +44,7 @@ USAGE_METRICS = {
     "provider_cache_write_tokens",
     "cost_usd",
     "unpriced_answers",
+    "uncounted_answers",
 }
 IGNORED_METRICS = CALL_METRICS | USAGE_METRICS
 

@@ -169,3 +169,20 @@ def test_a_non_string_answer_stops_the_model_and_an_exception_fails_one_query() 
     model = LanguageModel(PythonBackend(flaky, "f", "m.flaky"), "f", show_progress=False)
     answers = model.run([Request(params, prompt=p) for p in ("bad", "good")])
     assert "ValueError: no" in answers[0].error and answers[1].text == "ok"
+
+
+def test_a_frames_missing_values_are_said_once_with_their_columns(tmp_path: Path, capsys) -> None:
+    """Issue 56: pandas reads ``n/a`` as missing, and a missing value is written as an empty
+    field in the file the model is shown; the run says so, once per frame."""
+    import io
+
+    text = "name,age,city\nann,31,Oslo\nbob,n/a,Bergen\ncid,n/a,n/a\n"
+    frame = pd.read_csv(io.StringIO(text))
+    dataset_overrides(frame, "people", tmp_path)
+    dataset_overrides(frame, "people", tmp_path)
+    [sentence] = capsys.readouterr().err.strip().splitlines()
+    assert sentence.startswith("DataFrame 'people': 3 missing values (age 2, city 1) are written")
+    assert "keep_default_na=False" in sentence
+    dataset_overrides(frame.fillna("n/a"), "people", tmp_path)
+    dataset_overrides(frame.dropna(), "complete", tmp_path, quiet=False)
+    assert capsys.readouterr().err == ""

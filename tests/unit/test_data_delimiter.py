@@ -93,3 +93,24 @@ def test_a_sniffed_delimiter_is_stated_in_the_result(tmp_path: Path, monkeypatch
     configured = load_dataset(spec_from_config(_user_csv(tmp_path, _text(","), delimiter=",")))
     verdict.info.clear()
     assert "delimiter" not in base.run_test("fake", base.TestContext(configured, None, {}, 0)).info
+
+
+@pytest.mark.parametrize("text", ["", "a,b\n"])
+def test_a_file_that_cannot_be_read_is_said_without_the_note_on_its_delimiter(
+    tmp_path: Path, caplog, text: str
+) -> None:
+    """Issue 56: the note that the fields were read as comma-separated came before the
+    sentence that the file is empty."""
+    caplog.set_level("INFO", logger="tabmem.data.registry")
+    with pytest.raises(DatasetError):
+        load_dataset(_user_csv(tmp_path, text))
+    assert not [r for r in caplog.records if "sniffed" in r.getMessage()]
+
+
+def test_a_file_that_is_read_gets_the_note_on_its_delimiter_once(tmp_path: Path, caplog) -> None:
+    caplog.set_level("INFO", logger="tabmem.data.registry")
+    cfg = _user_csv(tmp_path, _text(";"))
+    load_dataset(cfg)
+    load_dataset(cfg)
+    [note] = [r.getMessage() for r in caplog.records if "sniffed" in r.getMessage()]
+    assert "semicolon-separated" in note

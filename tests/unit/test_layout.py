@@ -17,6 +17,7 @@ LAYERS = [
     {"battery"},
     {"suites"},
     {"jobs", "tracking"},
+    {"preflight"},
     {"lab"},
     {"report"},
     {"dry_run"},

@@ -126,3 +126,21 @@ def test_call_counts_since_an_earlier_snapshot_are_one_tests_share():
     share = stats.since(before)
     assert (share["model_calls"], share["prompt_tokens"], share["cache_hits"]) == (2, 40, 1)
     assert share["retries"] == 0
+
+
+class SilentBackend(MeteredBackend):
+    """Answers as ``MeteredBackend`` but reports no token counts (a stream closed early)."""
+
+    def take_usage(self):
+        return {}
+
+
+def test_answers_whose_server_reported_no_tokens_are_counted_apart():
+    model = LanguageModel(SilentBackend(), "m", show_progress=False, price=PRICE)
+    model.run(requests(3))
+    stats = model.stats.as_dict()
+    assert stats["model_calls"] == 3 and stats["uncounted_answers"] == 3
+    assert stats["prompt_tokens"] == 0
+    counted = LanguageModel(MeteredBackend(), "m", show_progress=False, price=PRICE)
+    counted.run(requests(3))
+    assert counted.stats.as_dict()["uncounted_answers"] == 0

@@ -26,6 +26,25 @@ def frame_csv_text(frame: pd.DataFrame) -> str:
     return frame.to_csv(index=False, lineterminator="\n", float_format=_number)
 
 
+def missing_note(frame: pd.DataFrame, name: str) -> str:
+    """One sentence on the frame's missing values (NaN, None, NaT), which its text writes as
+    empty fields: how many, in which columns, and how to keep them as a file writes them
+    (pandas reads ``n/a``, ``NA``, ``null`` … as missing); "" when it has none."""
+    counts = frame.isna().sum()
+    counts = counts[counts > 0]
+    if counts.empty:
+        return ""
+    shown = [f"{column} {int(n):,}" for column, n in counts.items()]
+    columns = ", ".join(shown[:5]) + (f" and {len(shown) - 5} more" if len(shown) > 5 else "")
+    total = int(counts.sum())
+    return (
+        f"DataFrame '{name}': {total:,} missing value{'s' if total > 1 else ''} ({columns}) "
+        "are written as empty fields in the file the model is shown; to show them as your file "
+        "writes them (n/a, NA, …), read it with pandas.read_csv(..., keep_default_na=False) or "
+        "pass the file's path instead."
+    )
+
+
 def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 

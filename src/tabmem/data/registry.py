@@ -115,11 +115,10 @@ def delimiter_note(delimiter: str) -> str:
 
 def resolve_delimiter(spec: DatasetSpec, text: str) -> DatasetSpec:
     """The spec with one delimiter character: the configured one (``tab`` and ``\\t`` mean a
-    tab), or, where it is null, the one sniffed from ``text``'s header."""
+    tab), or, where it is null, the one sniffed from ``text``'s header (``load_dataset`` says
+    which once the file has passed its checks)."""
     if not spec.delimiter:
-        spec = replace(spec, delimiter=sniff_delimiter(text), delimiter_sniffed=True)
-        _log.info("Dataset '%s': %s", spec.name, delimiter_note(spec.delimiter))
-        return spec
+        return replace(spec, delimiter=sniff_delimiter(text), delimiter_sniffed=True)
     delimiter = _DELIMITER_SPELLINGS.get(spec.delimiter.lower(), spec.delimiter)
     if len(delimiter) != 1:
         raise DatasetError(
@@ -170,6 +169,8 @@ def load_dataset(cfg: Mapping[str, Any] | DatasetSpec) -> Dataset:
     text = read_canonical_text(path, spec.name)
     spec = resolve_delimiter(spec, text)
     validate_csv(text, spec.delimiter, spec.name, path)
+    if spec.delimiter_sniffed:  # said of a file that is read, not before saying it is empty
+        _log.info("Dataset '%s': %s", spec.name, delimiter_note(spec.delimiter))
     dataset = Dataset(spec=spec, path=path, text=text)
     with _memo_lock:
         _loaded_memo[key] = dataset

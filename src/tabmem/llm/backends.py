@@ -25,11 +25,14 @@ class BackendKind:
     target: str
     extra: str = ""
     paid: bool = False
+    credentials: bool = False  # reads a key or a server URL from the environment
 
 
 BACKENDS: dict[str, BackendKind] = {
     "llama_cpp": BackendKind("tabmem.llm.llama_cpp_backend:LlamaCppBackend", "local"),
-    "litellm": BackendKind("tabmem.llm.litellm_backend:LiteLLMBackend", paid=True),
+    "litellm": BackendKind(
+        "tabmem.llm.litellm_backend:LiteLLMBackend", paid=True, credentials=True
+    ),
     "oracle": BackendKind("tabmem.llm.oracle.backend:OracleBackend"),
     "baseline": BackendKind("tabmem.llm.baselines:BaselineBackend"),
     "transformers": BackendKind("tabmem.llm.transformers_backend:TransformersBackend", "hf"),
@@ -66,6 +69,15 @@ class BuildContext:
         raise ConfigError(
             f"Model '{cfg['name']}' has no weights: set weights.path or weights.package."
         )
+
+
+def credentials_problems(cfg: Mapping[str, Any]) -> list[str]:
+    """What a model config needs from the environment (an API key, a server's URL) and does
+    not find there, one sentence each; empty for backends that need nothing of it."""
+    row = BACKENDS.get(str(cfg.get("backend")))
+    if row is None or not row.credentials:
+        return []
+    return backend_class(str(cfg.get("backend")), str(cfg.get("name"))).credentials_problems(cfg)
 
 
 def backend_class(kind: str, model: str) -> Any:

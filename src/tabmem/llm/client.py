@@ -74,6 +74,7 @@ class CallStats:
     provider_cache_write_tokens: int = 0  # written to it (Anthropic bills them apart)
     cost_usd: float = 0.0
     unpriced_answers: int = 0
+    uncounted_answers: int = 0  # fresh answers whose server reported no token counts
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, **counts: float) -> None:
@@ -98,6 +99,7 @@ class CallStats:
             "provider_cache_write_tokens": self.provider_cache_write_tokens,
             "cost_usd": self.cost_usd,
             "unpriced_answers": self.unpriced_answers,
+            "uncounted_answers": self.uncounted_answers,
         }
 
     def since(self, before: dict[str, float]) -> dict[str, float]:
@@ -447,7 +449,9 @@ class LanguageModel:
     def _count_usage(self, usage: dict[str, int]) -> None:
         """Add a fresh answer's reported tokens and their cost (to the grid's budget too)."""
         prompt, completion = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
+        counted = "prompt_tokens" in usage or "completion_tokens" in usage
         self.stats.add(
+            uncounted_answers=int(not counted),
             prompt_tokens=prompt,
             completion_tokens=completion,
             evaluated_tokens=usage.get("evaluated_tokens", 0),

@@ -41,6 +41,7 @@ from tabmem.errors import ConfigError, ProviderError, TransientProviderError
 from tabmem.llm.base import BaseBackend, GenerationParams, Message, Request
 from tabmem.llm.batch import AnthropicBatchClient, BatchClient, anthropic_params
 from tabmem.llm.endpoint import resolve_endpoint
+from tabmem.llm.litellm_logs import say_once
 from tabmem.llm.openai_http import OpenAICompatibleClient, QueryError, reported_usage
 from tabmem.llm.reasoning import Reasoning, joined
 
@@ -94,6 +95,26 @@ def _error_headers(exc: Exception) -> Mapping[str, str] | None:
     return headers or None
 
 
+def missing_credentials(
+    name: str, api_base: str | None, api_base_env: str | None, api_key_env: str | None
+) -> list[str]:
+    """One sentence for each thing model ``name`` reads from the environment and does not find
+    there: its server's URL (``api_base_env``, where the config gives no ``api_base``) and its
+    API key (``api_key_env``). The backend raises the first; the preflight says them all."""
+    missing = []
+    if api_base_env and not api_base and not os.environ.get(api_base_env):
+        missing.append(
+            f"Model '{name}' needs the server URL in ${api_base_env}; "
+            f"export {api_base_env}=http://host:port/v1 or choose another model."
+        )
+    if api_key_env and not os.environ.get(api_key_env):
+        missing.append(
+            f"Model '{name}' needs an API key in ${api_key_env}; export it, or run "
+            "a local model such as model=smollm2-135m."
+        )
+    return missing
+
+
 class LiteLLMBackend(BaseBackend):
     """Chat and plain completion through litellm, with our own retries and cache around it.
 
@@ -131,21 +152,12 @@ class LiteLLMBackend(BaseBackend):
             raise ConfigError(
                 f"Model '{name}' has transport '{transport}'; use one of {', '.join(TRANSPORTS)}."
             )
+        missing = missing_credentials(name, api_base, api_base_env, api_key_env)
+        if missing and require_credentials:
+            raise ProviderError(missing[0])
         if api_base_env and not api_base:
             api_base = os.environ.get(api_base_env)
-            if not api_base and require_credentials:
-                raise ProviderError(
-                    f"Model '{name}' needs the server URL in ${api_base_env}; "
-                    f"export {api_base_env}=http://host:port/v1 or choose another model."
-                )
-        self._api_key: str | None = None
-        if api_key_env:
-            self._api_key = os.environ.get(api_key_env)
-            if not self._api_key and require_credentials:
-                raise ProviderError(
-                    f"Model '{name}' needs an API key in ${api_key_env}; export it, or run "
-                    "a local model such as model=smollm2-135m."
-                )
+        self._api_key: str | None = os.environ.get(api_key_env) if api_key_env else None
         self.name = name
         self.model = model
         self.completion_model = completion_model or model
@@ -226,6 +238,7 @@ class LiteLLMBackend(BaseBackend):
 
             litellm.suppress_debug_info = True
             logging.getLogger("LiteLLM").setLevel(logging.WARNING)
+            say_once()
             self._litellm = litellm
         return self._litellm
 
@@ -286,6 +299,14 @@ class LiteLLMBackend(BaseBackend):
             **self._common(params, self.completion_model),
         )
         return self._answered(response.choices[0].text or "", response)
+
+    @staticmethod
+    def credentials_problems(cfg: Mapping[str, Any]) -> list[str]:
+        """What a ``backend: litellm`` model config needs from the environment and does not
+        find there, one sentence each (checked before a grid starts: ``tabmem.preflight``)."""
+        return missing_credentials(
+            str(cfg["name"]), cfg.get("api_base"), cfg.get("api_base_env"), cfg.get("api_key_env")
+        )
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], ctx: BuildContext) -> LiteLLMBackend:

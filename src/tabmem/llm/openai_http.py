@@ -28,6 +28,8 @@ from tabmem.llm.stopping import StopRule
 
 RETRY_STATUS = (408, 409, 429)
 FATAL_STATUS = (401, 403, 404)
+STREAMED = {"stream": True, "stream_options": {"include_usage": True}}
+"""What turns a request into a stream that ends with its token usage."""
 POOL = httpx.Limits(max_connections=256, max_keepalive_connections=256)
 
 
@@ -68,11 +70,13 @@ class OpenAICompatibleClient:
 
     def stream(self, path: str, body: dict[str, Any], rule: StopRule) -> tuple[str, dict[str, int]]:
         """POST ``body`` to ``path`` ("chat/completions" or "completions") as a stream; read
-        until ``rule`` settles the text or the server ends, then close the stream."""
+        until ``rule`` settles the text or the server ends, then close the stream. The usage
+        is asked for (``include_usage``: OpenAI's servers send it in a last event); a stream
+        closed before its end reports none."""
         text, thoughts, usage = "", "", None
         with (
             self._transport_errors(),
-            self._http.stream("POST", path, json={**body, "stream": True}) as response,
+            self._http.stream("POST", path, json={**body, **STREAMED}) as response,
         ):
             if response.status_code != 200:
                 response.read()

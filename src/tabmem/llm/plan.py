@@ -66,6 +66,9 @@ def prompt_tokens(backend: Any, request: Request) -> int:
         return int(counted)
     import litellm
 
+    from tabmem.llm.litellm_logs import say_once
+
+    say_once()  # its tokenizer warning would come once per request
     model = str(getattr(backend, "model", "") or "gpt-4")
     if request.messages is not None:
         return int(litellm.token_counter(model=model, messages=list(request.messages)))

@@ -95,6 +95,14 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+def unpriced_budget(name: str) -> str:
+    """The sentence for a ``budget_usd`` given with model ``name``, whose price is unknown."""
+    return (
+        f"budget_usd needs the price of model '{name}', which litellm's cost map lacks; set "
+        "input_cost_per_token and output_cost_per_token in its config."
+    )
+
+
 def model_price(cfg: Mapping[str, Any], batch: bool = False) -> Price | None:
     """The price of the model a config names; None when it is unknown. ``batch``: the price
     through the Batch API (the cost map's batch prices, else half the price)."""

@@ -13,7 +13,7 @@ from tabmem.llm.budget import Budget
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel, RetryPolicy
 from tabmem.llm.plan import RequestPlan
-from tabmem.llm.pricing import model_price
+from tabmem.llm.pricing import model_price, unpriced_budget
 from tabmem.llm.reasoning import Reasoning
 
 
@@ -47,10 +47,7 @@ def build_model(
     retry = cfg.get("retry") or {}
     price = model_price(cfg, batch=batch_dir is not None)
     if budget is not None and price is None:
-        raise ConfigError(
-            f"budget_usd needs the price of model '{cfg['name']}', which litellm's cost map "
-            "lacks; set input_cost_per_token and output_cost_per_token in its config."
-        )
+        raise ConfigError(unpriced_budget(str(cfg["name"])))
     backend = build_backend(cfg, weights_dir, require_credentials=plan is None, threads=threads)
     batch = None
     if batch_dir is not None:

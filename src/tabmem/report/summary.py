@@ -90,22 +90,36 @@ def _usd(outcome: dict[str, Any]) -> str:
 
 
 def spend_line(outcomes: list[dict[str, Any]]) -> str:
-    """The grid's total spend: fresh tokens and USD as reported, cached tokens apart."""
+    """The grid's total spend, counted as the summary's ``calls`` and ``cached`` columns count:
+    the requests sent and what their answers' servers reported in tokens and USD (and how many
+    answers came without a token count), then the answers served from the cache."""
     total = {
         key: sum(o.get(key, 0) for o in outcomes)
         for key in (
+            "model_calls",
+            "cache_hits",
             "prompt_tokens",
             "completion_tokens",
             "cached_prompt_tokens",
             "evaluated_tokens",
             "cost_usd",
             "unpriced_answers",
+            "uncounted_answers",
         )
     }
     text = (
-        f"Spend: ${total['cost_usd']:.4f} for {total['prompt_tokens']:,} prompt and "
-        f"{total['completion_tokens']:,} completion tokens "
-        f"({total['cached_prompt_tokens']:,} prompt tokens served from the cache, at no cost)"
+        f"Spend: ${total['cost_usd']:.4f} for {_calls(total['model_calls'])} "
+        f"({total['prompt_tokens']:,} prompt and {total['completion_tokens']:,} completion "
+        "tokens reported"
+    )
+    if total["uncounted_answers"]:
+        text += (
+            f"; {total['uncounted_answers']:,} answers came without a token count: a stream "
+            "stopped once its score was settled, or a server that reports none"
+        )
+    text += (
+        f") and {total['cache_hits']:,} cached answers at no cost "
+        f"({total['cached_prompt_tokens']:,} prompt tokens)"
     )
     if total["unpriced_answers"]:
         text += f"; {total['unpriced_answers']} answers from models with unknown price"
@@ -114,12 +128,17 @@ def spend_line(outcomes: list[dict[str, Any]]) -> str:
     return text + "."
 
 
+def _calls(n: int) -> str:
+    return "1 call" if n == 1 else f"{n:,} calls"
+
+
 def plan_table(plans: list[dict[str, Any]]) -> Table:
     """A dry run's bill, per cell and in total."""
     table = Table(title="tabmem dry run: nothing was sent", show_lines=False)
     columns = ("model", "dataset", "test", "transform", "requests", "cached")
     for column in (*columns, "prompt tokens", "max completion tokens", "estimated $", "note"):
-        table.add_column(column, overflow="fold")
+        # a figure or a price is never wrapped (no "unknown" on one line, "price" on the next)
+        table.add_column(column, overflow="fold", no_wrap=column == "estimated $")
     for p in plans:
         table.add_row(
             *(str(p.get(c, "")) for c in columns[:4]),
@@ -180,6 +199,19 @@ def print_plan(folder: Path, console: Console | None = None) -> None:
     )
 
 
+def ceiling_note(verdicts: Sequence[DatasetOutcome]) -> str:
+    """Why a combined p-value is exactly 0.5, where one is: no test found anything, and each
+    p-value above 0.5 counts as 0.5 in the combination (``stats.combine.P_CEILING``)."""
+    from tabmem.stats.combine import P_CEILING
+
+    if not any(v.verdict.p_value == P_CEILING for v in verdicts):
+        return ""
+    return (
+        f"p {P_CEILING:g}: no combined test found anything (p-values above {P_CEILING:g} count as "
+        f"{P_CEILING:g} when combined)."
+    )
+
+
 def print_summary(
     folder: Path,
     tracking_uri: str,
@@ -204,6 +236,9 @@ def print_summary(
             console.print(line, no_wrap=True, overflow="ignore", crop=False)
         for note in answer_notes(found, verdicts):
             console.print(note, style="dim")
+        ceiling = ceiling_note(verdicts)
+        if ceiling:
+            console.print(ceiling, style="dim")
     if detail:
         console.print(Text("tabmem summary: every test", style="bold"))
         for line in detail_table(outcomes, width):

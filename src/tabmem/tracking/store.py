@@ -19,7 +19,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -312,6 +312,32 @@ def finished_in_sqlite(path: Path, experiment: str, config_hash: str) -> StoredR
             )
         }
     return StoredRun(run_id, tags, metrics)
+
+
+def finished_hashes(path: Path, experiment: str, hashes: Iterable[str]) -> set[str]:
+    """Which of ``hashes`` (cells' ``config_hash``) have an active FINISHED run of
+    ``experiment`` in the SQLite store at ``path``: one read-only query, as
+    ``finished_in_sqlite`` asks for one (none when the file does not exist)."""
+    wanted = sorted(set(hashes))
+    if not wanted or not path.is_file():
+        return set()
+    found: set[str] = set()
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60)) as db:
+        for start in range(0, len(wanted), 500):  # SQLite's limit on a query's parameters
+            part = wanted[start : start + 500]
+            found.update(
+                row[0]
+                for row in db.execute(
+                    "SELECT DISTINCT t.value FROM runs r "
+                    "JOIN experiments e ON e.experiment_id = r.experiment_id "
+                    "JOIN tags t ON t.run_uuid = r.run_uuid "
+                    "WHERE e.name = ? AND t.key = 'config_hash' "
+                    f"AND t.value IN ({','.join('?' * len(part))}) "
+                    "AND r.status = 'FINISHED' AND r.lifecycle_stage = 'active'",
+                    (experiment, *part),
+                )
+            )
+    return found
 
 
 def sqlite_path(uri: str) -> Path | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -57,7 +58,10 @@ def _picklable(exc: Exception) -> Exception:
 def main() -> None:
     """Serve the parent: requests on stdin, replies on the real stdout; prints go to stderr.
     Every run is committed when its reply is sent, so the helper then exits at once, without
-    the second or so that tearing down MLflow's modules would take."""
+    the second or so that tearing down MLflow's modules would take. Ctrl-C, which reaches the
+    whole process group, is left to the parent: the helper finishes the run it is writing and
+    exits when the parent closes its stdin (or dies)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     _serve(sys.stdin.buffer, replies)
