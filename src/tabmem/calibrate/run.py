@@ -152,8 +152,9 @@ SIZES = {
     ),
 }
 """``smoke``: seconds, for the test suite. ``negatives``: the false-positive tables, 14 seeds
-of the six negatives (five oracles on the real files, the memorizer on twins) on the six paper
-files, 504 cells per test and setting, and further seeds for a test until 504 of its cells
+of the ten negatives (nine oracles on the real files, the adversary panel among them; the
+memorizer on twins) on the six paper files, 840 cells per test and setting, and further seeds
+for a test until 840 of its cells
 are applicable. ``power``: the power tables, 20 seeds of the partial memorizer per share
 (50 at the boundary shares 0.05 and 0.1) with the forest learner as its rest, quiet (it
 volunteers no known row: the realistic positive); ``--rests forest,learner,chance`` adds the
