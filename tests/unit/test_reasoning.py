@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from tabmem.errors import ConfigError
@@ -178,6 +181,32 @@ def test_a_model_under_an_unknown_name_is_found_to_think_and_told_once(tmp_path,
     again = LanguageModel(backend, "my-served-model", cache=cache, show_progress=False)
     assert again.run([Request(params=params, prompt="p")])[0].text == "a,b"
     assert len(backend.sent) == 5  # the cached thoughtful reply is found again, nothing sent
+
+
+def test_requests_in_flight_when_the_model_is_found_to_think_are_asked_again():
+    """Three requests sent at once to a model not known to reason: the first reply switches
+    it, the other two come back after that with answers cut by the stop sequence; each is
+    asked again with room to think, so all three are scored on the whole answer."""
+
+    class Racing(ThinkingBackend):
+        model: LanguageModel
+        all_sent = threading.Barrier(3)
+
+        def complete(self, prompt, params):
+            if not self.model.reasoning.active:
+                self.all_sent.wait(timeout=10)  # all three are in flight before any returns
+            if prompt != "first":
+                deadline = time.monotonic() + 10
+                while not self.model.reasoning.active and time.monotonic() < deadline:
+                    time.sleep(0.01)
+            return super().complete(prompt, params)
+
+    backend = Racing()
+    backend.model = LanguageModel(backend, "m", show_progress=False, max_concurrency=3)
+    params = GenerationParams(max_tokens=8, stop=("\n",))
+    answers = backend.model.run([Request(params=params, prompt=p) for p in ("first", "b", "c")])
+    assert [a.text for a in answers] == ["a,b"] * 3
+    assert sorted(p.max_tokens for p in backend.sent) == [8] * 3 + [8 + DEFAULT_ALLOWANCE] * 3
 
 
 def test_a_model_that_answers_without_thoughts_stays_plain():

@@ -324,10 +324,14 @@ class LanguageModel:
 
     def _answer(self, key: str, request: Request) -> Response:
         """The answer to one request; a reply that opens with thoughts from a model not known
-        to reason makes it a reasoning model (once), and the request is asked again so."""
+        to reason makes it a reasoning model (once), and the request is asked again so. A
+        request sent before another thread's reply made the model a reasoning one is asked
+        again too (its thoughts were cut off once it finished, but it was sent with the stop
+        sequences and without room for them)."""
         watching = self.reasoning.detect and not self.reasoning.active
         response = self._answer_once(key, request)
-        if watching and response.error is None and opens_with_thoughts(response.text):
+        thought = response.reasoning or opens_with_thoughts(response.text)
+        if watching and response.error is None and thought:
             self._reasons_after_all()
             return self._answer_once(cache_key(self._identity, request), request)
         return response
