@@ -178,7 +178,7 @@ def test_queries_json_keeps_failed_queries_failed(tmp_path, iris):
 def test_header_splits_are_located_from_the_file_beginning(tmp_path, iris):
     rng = random.Random(0)
     splits = [split_at_row(iris, row, 12, rng) for row in (2, 4, 6, 8)]
-    responses = [s.continuation if s.row == 4 else "5.0,3.0\n" for s in splits]
+    responses = [s.continuation if s.row in (4, 6) else "5.0,3.0\n" for s in splits]
     wine = split_at_row(shipped("wine"), 3, 12, rng)
     path = published(
         tmp_path / "h.csv",
@@ -194,4 +194,4 @@ def test_header_splits_are_located_from_the_file_beginning(tmp_path, iris):
     assert sum(located.missing.values()) == 1
     assert result.verdict is Verdict.EVIDENCE
     assert result.metrics["best_verbatim_rows"] == 12 - 4
-    assert result.n_hits == 1
+    assert result.n_hits == 2  # one split of four is not below alpha on iris (docs/tests.md)
