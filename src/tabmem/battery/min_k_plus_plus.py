@@ -32,7 +32,7 @@ from tabmem.battery.twin_pairs import (
     TwinPairTest,
     pair_record,
 )
-from tabmem.llm.moments import has_moments, no_moments_reason, score_moments
+from tabmem.llm.moments import has_moments, no_moments_reason
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.likelihood import min_k_plus_plus_score
 
@@ -54,6 +54,7 @@ class MinKPlusPlus(TwinPairTest[TwinFacts]):
     settings = MinKPlusPlusSettings
     statistic = "Min-K%++ score"
     keys = ("score_real", "score_twin")
+    moments = True
 
     def plan(self, ctx: TestContext) -> tuple[list[TwinPair], TwinFacts] | TestResult:
         return self.pairs(ctx)
@@ -68,16 +69,6 @@ class MinKPlusPlus(TwinPairTest[TwinFacts]):
             return TestResult.not_applicable(self.name, no_moments_reason(model))
         return super().run_planned(ctx, queries, facts)
 
-    def ask(self, ctx: TestContext, requests: Sequence[Any]) -> list[Any]:
-        """Each pair's two texts scored with the moments of every position's distribution."""
-        flat = [one for group in requests for one in group]
-        scores = score_moments(ctx.model_for("Asking"), flat, f"{self.title} on {ctx.dataset.name}")
-        grouped, at = [], 0
-        for group in requests:
-            grouped.append(tuple(scores[at : at + len(group)]))
-            at += len(group)
-        return grouped
-
     def score(self, ctx: TestContext, facts: TwinFacts, answer: Answer[TwinPair]) -> QueryRecord:
         real, twin = answer.response
         k = ctx.params.k_percent
@@ -90,7 +81,9 @@ class MinKPlusPlus(TwinPairTest[TwinFacts]):
                 "tokens_twin": len(twin.logprobs),
             }
 
-        return pair_record(answer.query, answer.response, scores, self.keys, facts)
+        return pair_record(
+            answer.query, answer.response, scores, self.keys, facts, answer.request, ctx.dataset
+        )
 
     def decide(
         self,
@@ -104,4 +97,4 @@ class MinKPlusPlus(TwinPairTest[TwinFacts]):
             f"the mean of the lowest {k:g}% of a row's tokens' log-probabilities, each less "
             "the mean and over the sd of log p over the vocabulary at its position"
         )
-        return self.shift(ctx, facts, records, {"score": score})
+        return self.shift(ctx, facts, records, {"score": score}, context)

@@ -1,13 +1,15 @@
 """Min-K% Prob test: does the model find the file's real rows more familiar than contrast rows?
 
-For a seeded sample of data rows, each row is paired with a contrast row: the same row with a
-block of its columns taken from a similar row of the file (``tabmem.stats.contrast``), so every
-value is written as the file writes that column and the row stays as plausible as a real one;
-in a file whose rows are in order the donor comes from the same stretch of the file, since the
-rows before a row (its context) tell a model without memory which values are near.
-The model scores both after the same context (the header and the rows before the real row) and
-each text gets its Min-K% score, the mean log-probability of its k% least likely tokens. A
-model that has seen the file scores the real row above its contrast in most pairs.
+Every data row (up to the cap ``n_rows``, sampled above it) is paired with a contrast row: the
+same row with a block of its columns taken from a similar row of the file
+(``tabmem.stats.contrast``), so every value is written as the file writes that column and the
+row stays as plausible as a real one; in a file whose rows are in order the donor comes from
+the same stretch of the file, since the rows before a row (its context) tell a model without
+memory which values are near, and never from the rows its context may hold. The model scores
+both after the same context (the header and the rows before the real row, read in passes over
+the file: ``battery.file_pass``) and each text gets its Min-K% score, the mean log-probability
+of its k% least likely tokens. A model that has seen the file scores the real row above its
+contrast in most pairs.
 
 A model that has not seen it is no coin flip: real rows are more plausible than rows with a
 block of values from another row, and a nearest-neighbour model that never saw the row
@@ -38,10 +40,27 @@ from typing import Any
 import numpy as np
 
 from tabmem.battery.base import TestContext
-from tabmem.battery.lifecycle import Answer, ScoringTest, Worded, register_lifecycle
+from tabmem.battery.file_pass import (
+    MAX_PLACES,
+    RowRead,
+    RowTexts,
+    in_runs,
+    read_figures,
+    read_file,
+    rows_sentence,
+    scored_reads,
+    token_counter,
+)
+from tabmem.battery.lifecycle import (
+    Answer,
+    ScoringTest,
+    Worded,
+    register_lifecycle,
+    wording_figures,
+)
 from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
-from tabmem.llm.logprobs import ScoreRequest, ScoreResponse
+from tabmem.llm.logprobs import ScoreResponse
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.auc import auc
 from tabmem.stats.blind_check import BlindCheck, evidence_rule, pair_chances
@@ -57,6 +76,7 @@ class MinKProbSettings(TestSettings):
 
     n_rows: int
     context_rows: int
+    window_tokens: int
     fields_fraction: float
     donor_pool: int
     donor_window: int
@@ -69,11 +89,10 @@ class MinKProbSettings(TestSettings):
 
 @dataclass(frozen=True)
 class RowPair:
-    """A data row (1-based ``row``), its contrast, the donor row (1-based) the contrast took
-    its ``replaced`` columns from, and the context both are read after."""
+    """A data row (1-based ``row``), its contrast, and the donor row (1-based) the contrast
+    took its ``replaced`` columns from; both are read after the same context."""
 
     row: int
-    context: str
     real: str
     contrast: str
     donor: int
@@ -116,13 +135,19 @@ def row_pairs(
     rng: np.random.Generator,
     window: int | None = None,
 ) -> PairSample:
-    """A seeded sample of rows, each with a contrast row (see ``tabmem.stats.contrast``);
-    with a ``window``, each donor comes from the rows near it in the file."""
+    """Up to ``n_rows`` rows, each with a contrast row (see ``tabmem.stats.contrast``): rows
+    tried in a seeded order (as runs of consecutive rows where more than ``MAX_PLACES`` of a
+    larger file are asked: ``battery.file_pass``); with a ``window``, each donor comes from the
+    rows near it in the file, less the ``context_rows`` before it (rows its context may hold)."""
     rows = dataset.rows
     names = dataset.feature_names
     pairs: list[RowPair] = []
     dropped = 0
-    for index in rng.permutation(len(rows)).tolist():
+    if MAX_PLACES < n_rows < len(rows):
+        order = in_runs(len(rows), n_rows, rng)
+    else:
+        order = rng.permutation(len(rows)).tolist()
+    for index in order:
         if len(pairs) >= n_rows:
             break
         eligible = None if window is None else _nearby(len(rows), index, window, context_rows)
@@ -130,17 +155,19 @@ def row_pairs(
         if contrast is None:
             dropped += 1
             continue
-        before = [dataset.header, *rows[max(0, index - context_rows) : index]]
-        context = dataset.newline.join(before) + dataset.newline
         replaced = tuple(names[j] for j in contrast.columns)
-        pairs.append(
-            RowPair(index + 1, context, rows[index], contrast.text, contrast.donor + 1, replaced)
-        )
+        pairs.append(RowPair(index + 1, rows[index], contrast.text, contrast.donor + 1, replaced))
     return PairSample(sorted(pairs, key=lambda p: p.row), dropped)
 
 
 def _record(
-    pair: RowPair, real: ScoreResponse, other: ScoreResponse, k: float, chances: dict[str, float]
+    pair: RowPair,
+    real: ScoreResponse,
+    other: ScoreResponse,
+    k: float,
+    chances: dict[str, float],
+    where: RowRead,
+    dataset: Dataset,
 ) -> QueryRecord:
     error = real.error or other.error
     if not error and (not real.logprobs or not other.logprobs):
@@ -150,10 +177,12 @@ def _record(
         "contrast": pair.contrast,
         "donor_row": pair.donor,
         "replaced": list(pair.replaced),
+        "context_rows": where.read.context_rows(where.row),
         "baseline_chances": chances,
     }
+    prompt = where.read.prompt(dataset, where.row)
     if error:
-        return QueryRecord(pair.context, pair.real, "", 0.0, error=error, extra=extra)
+        return QueryRecord(prompt, pair.real, "", 0.0, error=error, extra=extra)
     score_real, score_other = min_k_score(real.logprobs, k), min_k_score(other.logprobs, k)
     extra.update(
         min_k_real=score_real,
@@ -164,7 +193,7 @@ def _record(
         tokens_contrast=len(other.logprobs),
     )
     win = 1.0 if score_real > score_other else 0.5 if score_real == score_other else 0.0
-    return QueryRecord(pair.context, pair.real, "", win, extra=extra)
+    return QueryRecord(prompt, pair.real, "", win, extra=extra)
 
 
 @dataclass(frozen=True)
@@ -177,6 +206,7 @@ class PairFacts:
     dropped: int
     order: RowOrder
     chances: dict[int, dict[str, float]]
+    rows: str
 
 
 @register_lifecycle
@@ -199,7 +229,7 @@ class MinKProb(ScoringTest[RowPair, PairFacts]):
             ctx.dataset,
             table,
             p.n_rows,
-            p.context_rows,
+            p.donor_window if p.window_tokens > 0 else p.context_rows,
             p.fields_fraction,
             p.donor_pool,
             np.random.default_rng(ctx.seed),
@@ -214,20 +244,34 @@ class MinKProb(ScoringTest[RowPair, PairFacts]):
                 info={"pairs_dropped": sample.dropped},
             )
         chances = pair_chances(ctx.dataset, [(q.row, q.real, q.contrast) for q in sample.pairs])
-        return sample.pairs, PairFacts(p.k_percent, sample.dropped, order, chances)
+        tried = len(sample.pairs) + sample.dropped
+        rows = rows_sentence(tried, len(ctx.dataset.rows), p.n_rows)
+        return sample.pairs, PairFacts(p.k_percent, sample.dropped, order, chances, rows)
 
     def word(
         self, ctx: TestContext, queries: Sequence[RowPair], facts: PairFacts
     ) -> Worded[RowPair]:
-        requests = [
-            (ScoreRequest(pair.real, pair.context), ScoreRequest(pair.contrast, pair.context))
-            for pair in queries
-        ]
-        return Worded(list(queries), requests)
+        """One read of the file for all pairs (each contrast in its real row's place, after
+        the same prefix); each pair's request is its row in it."""
+        p = ctx.params
+        model = ctx.model_for("Wording")
+        window = min(p.window_tokens, model.context_window) if p.window_tokens > 0 else 0
+        items = [RowTexts(pair.row - 1, (pair.contrast,)) for pair in queries]
+        read = read_file(
+            ctx.dataset, items, token_counter(model), window, p.context_rows, not p.context_rows
+        )
+        rows = [item.row for item in items]
+        figures = read_figures(read, rows, p.window_tokens)
+        return Worded(list(queries), [RowRead(read, row) for row in rows], figures)
+
+    def ask(self, ctx: TestContext, requests: Sequence[Any]) -> list[Any]:
+        model = ctx.model_for("Asking")
+        return scored_reads(model, requests, f"{self.title} on {ctx.dataset.name}")
 
     def score(self, ctx: TestContext, facts: PairFacts, answer: Answer[RowPair]) -> QueryRecord:
         real, contrast = answer.response
-        return _record(answer.query, real, contrast, facts.k, facts.chances[answer.query.row])
+        chances = facts.chances[answer.query.row]
+        return _record(answer.query, real, contrast, facts.k, chances, answer.request, ctx.dataset)
 
     def decide(
         self,
@@ -236,21 +280,28 @@ class MinKProb(ScoringTest[RowPair, PairFacts]):
         records: Sequence[QueryRecord],
         context: dict[str, Any],
     ) -> TestResult:
-        return _result(ctx, list(records), facts)
+        return _result(ctx, list(records), facts, wording_figures(context))
 
 
-def _donors(order: RowOrder, window: int) -> str:
+def _donors(order: RowOrder, window: int, passes: bool) -> str:
     if not order.shows_order:
         return "nearest on the other columns in the whole file (its rows show no order)"
     columns = ", ".join(order.ordered_columns) or "all columns together"
+    where = (
+        f"within the {window} rows after the real row (any row before it may be in its context)"
+        if passes
+        else f"within {window} rows of the real row, its context rows excepted"
+    )
     return (
-        f"nearest on the other columns within {window} rows of the real row, its context rows "
-        f"excepted: the file is in order ({columns}; p={order.p_value:.3g} over all columns), "
-        f"so the rows before a row tell a model without memory which values are near"
+        f"nearest on the other columns {where}: the file is in order ({columns}; "
+        f"p={order.p_value:.3g} over all columns), so the rows before a row tell a model "
+        f"without memory which values are near"
     )
 
 
-def _result(ctx: TestContext, records: list[QueryRecord], facts: PairFacts) -> TestResult:
+def _result(
+    ctx: TestContext, records: list[QueryRecord], facts: PairFacts, figures: dict[str, float]
+) -> TestResult:
     p = ctx.params
     k, dropped = facts.k, facts.dropped
     scored = [r for r in records if r.error is None]
@@ -258,7 +309,8 @@ def _result(ctx: TestContext, records: list[QueryRecord], facts: PairFacts) -> T
     base = {
         "evidence_rule": evidence_rule("Min-K% score", alpha, margin),
         "k_percent": k,
-        "donors": _donors(facts.order, p.donor_window),
+        "donors": _donors(facts.order, p.donor_window, p.window_tokens > 0),
+        "rows": facts.rows,
     }
     if len(scored) < p.min_pairs:
         return TestResult.not_applicable(
@@ -283,7 +335,7 @@ def _result(ctx: TestContext, records: list[QueryRecord], facts: PairFacts) -> T
         verdict=decision.verdict,
         reason=(
             f"the real row scored higher in {test.wins} of {test.wins + test.losses} untied "
-            f"pairs ({test.ties} tied) of {len(scored)}; {decision.reason}"
+            f"pairs ({test.ties} tied) of {len(scored)} ({facts.rows}); {decision.reason}"
         ),
         n_queries=len(records),
         n_hits=test.wins,
@@ -302,6 +354,8 @@ def _result(ctx: TestContext, records: list[QueryRecord], facts: PairFacts) -> T
             "auc": auc(real, other),
             "pairs_scored": len(scored),
             "pairs_dropped": dropped,
+            "rows_in_file": float(len(ctx.dataset.rows)),
+            **figures,
             "file_order_p_value": facts.order.p_value,
             "donors_nearby": float(facts.order.shows_order),
             "contrasts_in_file": sum(r.extra["contrast"] in in_file for r in scored),

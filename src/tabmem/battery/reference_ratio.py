@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from tabmem.battery.base import TestContext
+from tabmem.battery.file_pass import scored_reads
 from tabmem.battery.lifecycle import Answer, register_lifecycle
 from tabmem.battery.twin_pairs import (
     TwinFacts,
@@ -38,10 +39,11 @@ from tabmem.battery.twin_pairs import (
 )
 from tabmem.errors import ConfigError
 from tabmem.llm.client import LanguageModel
-from tabmem.llm.logprobs import no_logprobs_reason
+from tabmem.llm.logprobs import has_logprobs, no_logprobs_reason
 from tabmem.llm.registry import build_model
 from tabmem.paths import conf_dir
 from tabmem.results import QueryRecord, TestResult
+from tabmem.stats.likelihood import loglik_ratio
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,46 @@ def reference_config(name: str) -> dict[str, Any]:
             "or give the path of a model YAML file in test.reference_models."
         )
     return yaml.safe_load(path.read_text())
+
+
+def build_reference(ctx: TestContext, cfg: dict[str, Any]) -> LanguageModel:
+    """The reference model, built from its config beside the model under test: the same
+    response cache, and weights where the runner keeps them (``<outputs_dir>/weights``,
+    beside ``<outputs_dir>/cache``)."""
+    model = ctx.model_for("Asking")
+    cache = model.cache
+    outputs = cache.path.parent.parent if cache is not None else Path("outputs")
+    return build_model(
+        cfg, cache, outputs / "weights", show_progress=model.show_progress, plan=model.plan
+    )
+
+
+def reference_reads(
+    test: Any, ctx: TestContext, cfg: dict[str, Any], requests: Sequence[Any]
+) -> list[tuple[Any, ...]]:
+    """Each of ``requests`` read by the reference model (``test.reference_model``, built for
+    this cell and closed after it); one without log-probabilities is a configuration error."""
+    reference = test.reference_model(ctx, cfg)
+    try:
+        if not has_logprobs(reference.backend):
+            raise ConfigError(
+                f"The reference {no_logprobs_reason(reference)}; set test.reference_models."
+            )
+        return scored_reads(reference, requests, f"{test.title} reference on {ctx.dataset.name}")
+    finally:
+        reference.close()
+
+
+def paired_answers(
+    worded: Any, tested: Sequence[tuple[Any, ...]], theirs: Sequence[tuple[Any, ...]]
+) -> list[Answer[TwinPair]]:
+    """One answer per pair: the model's reads of its two rows, then the reference's."""
+    return [
+        Answer(i, query, "", (*mine, *other), request)
+        for i, (query, request, mine, other) in enumerate(
+            zip(worded.queries, worded.requests, tested, theirs, strict=True)
+        )
+    ]
 
 
 @dataclass(frozen=True)
@@ -109,15 +151,8 @@ class ReferenceRatio(TwinPairTest[ReferenceFacts]):
         return pairs, ReferenceFacts(**vars(twin), reference=str(cfg["name"]), reference_cfg=cfg)
 
     def reference_model(self, ctx: TestContext, cfg: dict[str, Any]) -> LanguageModel:
-        """The reference model, built from its config beside the model under test: the same
-        response cache, and weights where the runner keeps them (``<outputs_dir>/weights``,
-        beside ``<outputs_dir>/cache``)."""
-        model = ctx.model_for("Asking")
-        cache = model.cache
-        outputs = cache.path.parent.parent if cache is not None else Path("outputs")
-        return build_model(
-            cfg, cache, outputs / "weights", show_progress=model.show_progress, plan=model.plan
-        )
+        """The reference model (``build_reference``)."""
+        return build_reference(ctx, cfg)
 
     def run_planned(
         self, ctx: TestContext, queries: list[TwinPair], facts: ReferenceFacts
@@ -125,23 +160,8 @@ class ReferenceRatio(TwinPairTest[ReferenceFacts]):
         """Ask the model, then the reference (built for this cell and closed after it)."""
         worded = self.word(ctx, queries, facts)
         tested = self.ask(ctx, worded.requests)
-        reference = self.reference_model(ctx, facts.reference_cfg)
-        try:
-            flat = [one for group in worded.requests for one in group]
-            scores = reference.logprobs(flat, f"{self.title} reference on {ctx.dataset.name}")
-        finally:
-            reference.close()
-        if scores is None:
-            raise ConfigError(
-                f"The reference {no_logprobs_reason(reference)}; set test.reference_models."
-            )
-        answers = [
-            Answer(i, query, "", (*mine, *scores[2 * i : 2 * i + 2]), request)
-            for i, (query, request, mine) in enumerate(
-                zip(worded.queries, worded.requests, tested, strict=True)
-            )
-        ]
-        return self.judge(ctx, facts, answers, worded.context)
+        theirs = reference_reads(self, ctx, facts.reference_cfg, worded.requests)
+        return self.judge(ctx, facts, paired_answers(worded, tested, theirs), worded.context)
 
     def score(
         self, ctx: TestContext, facts: ReferenceFacts, answer: Answer[TwinPair]
@@ -154,13 +174,15 @@ class ReferenceRatio(TwinPairTest[ReferenceFacts]):
                 "loglik_twin": twin.total,
                 "reference_loglik_real": ref_real.total,
                 "reference_loglik_twin": ref_twin.total,
-                "ratio_real": real.total - ref_real.total,
-                "ratio_twin": twin.total - ref_twin.total,
+                "ratio_real": loglik_ratio(real.logprobs, ref_real.logprobs),
+                "ratio_twin": loglik_ratio(twin.logprobs, ref_twin.logprobs),
                 "tokens_real": len(real.logprobs),
                 "reference_tokens_real": len(ref_real.logprobs),
             }
 
-        return pair_record(answer.query, answer.response, scores, self.keys, facts)
+        return pair_record(
+            answer.query, answer.response, scores, self.keys, facts, answer.request, ctx.dataset
+        )
 
     def decide(
         self,
@@ -169,4 +191,4 @@ class ReferenceRatio(TwinPairTest[ReferenceFacts]):
         records: Sequence[QueryRecord],
         context: dict[str, Any],
     ) -> TestResult:
-        return self.shift(ctx, facts, records, {"reference_model": facts.reference})
+        return self.shift(ctx, facts, records, {"reference_model": facts.reference}, context)

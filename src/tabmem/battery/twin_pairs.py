@@ -3,10 +3,12 @@ likelihood tests with a reference score (``test=reference_ratio``, ``test=zlib_r
 
 The twin (``tabmem.data.twin``) writes new rows in the file's exact formats, drawn from a
 model of its columns and their dependence, none equal to a real row: rows no model can have
-read. Each sampled row of the file is paired with the twin's row at the same place, and both
-are scored after the same context (the header and the real rows before the sampled row; the
-header alone in a file whose rows run in order, where the rows before a real row would say
-what comes next to a model without memory, and no twin row fits its context so). A
+read. Every row of the file (up to the cap ``n_rows``, sampled above it) is paired with the
+twin's row at the same place, and both are scored after the same context: the header and the
+real rows before the row, read in passes over the file (``battery.file_pass``: the twin row is
+read in its real row's place after exactly the prefix the real row had); the header alone in a
+file whose rows run in order, where the rows before a real row would say what comes next to a
+model without memory, and no twin row fits its context so. A
 model that has read the file finds its real rows likelier, against the reference, than the
 twin's rows; a model that has not has no reason to, in so far as the reference takes out what
 a model may know of the data without its rows.
@@ -27,13 +29,24 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from tabmem.battery.base import TestContext
-from tabmem.battery.lifecycle import ScoringTest, Worded
+from tabmem.battery.file_pass import (
+    FileRead,
+    RowRead,
+    RowTexts,
+    read_figures,
+    read_file,
+    rows_sentence,
+    sample_rows,
+    scored_reads,
+    token_counter,
+)
+from tabmem.battery.lifecycle import ScoringTest, Worded, wording_figures
 from tabmem.battery.min_k_prob import file_order
 from tabmem.battery.settings import TestSettings
 from tabmem.data import Dataset
 from tabmem.data.twin import twin_of
 from tabmem.errors import DatasetError
-from tabmem.llm.logprobs import ScoreRequest, ScoreResponse
+from tabmem.llm.logprobs import ScoreResponse
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.blind_check import BlindCheck, evidence_rule, pair_chances
 from tabmem.stats.contrast import ContrastTable
@@ -46,6 +59,7 @@ class TwinPairSettings(TestSettings):
 
     n_rows: int
     context_rows: int
+    window_tokens: int
     order_permutations: int
     n_permutations: int
     min_pairs: int
@@ -56,11 +70,10 @@ class TwinPairSettings(TestSettings):
 
 @dataclass(frozen=True)
 class TwinPair:
-    """A data row (1-based ``row``), the twin's row at the same place, and the context (the
-    header and the real rows before ``row``) both are read after."""
+    """A data row (1-based ``row``) and the twin's row at the same place; both are read after
+    the same context (``battery.file_pass``)."""
 
     row: int
-    context: str
     real: str
     twin: str
 
@@ -68,30 +81,28 @@ class TwinPair:
 @dataclass(frozen=True)
 class TwinFacts:
     """What the decision records of the twin the pairs came from (its sha256 and rows), of
-    the context the pairs were read after (in words, and the p-value of the file's order
-    where it was checked), and each pair's data-only rules' chances of preferring the real
-    row (by 1-based row; ``tabmem.stats.blind_check``)."""
+    the context the pairs were read after (in words, whether it is the header alone, and the
+    p-value of the file's order where it was checked), each pair's data-only rules' chances of
+    preferring the real row (by 1-based row; ``tabmem.stats.blind_check``), and which rows
+    were scored (in words)."""
 
     twin_sha256: str
     twin_rows: int
     context: str
     file_order_p_value: float | None
     chances: dict[int, dict[str, float]]
+    header_only: bool
+    rows: str
 
 
 def twin_pairs(
-    dataset: Dataset, twin: Dataset, n_rows: int, context_rows: int, rng: np.random.Generator
+    dataset: Dataset, twin: Dataset, n_rows: int, rng: np.random.Generator
 ) -> list[TwinPair]:
-    """A seeded sample of ``n_rows`` rows (all of them in a smaller file), in file order,
-    each with the twin's row at its place and the context both are scored after."""
+    """Every row up to ``n_rows`` (a seeded sample above it: ``file_pass.sample_rows``), in
+    file order, each with the twin's row at its place."""
     rows = dataset.rows
-    picked = sorted(rng.choice(len(rows), size=min(n_rows, len(rows)), replace=False).tolist())
-    pairs = []
-    for index in picked:
-        before = [dataset.header, *rows[max(0, index - context_rows) : index]]
-        context = dataset.newline.join(before) + dataset.newline
-        pairs.append(TwinPair(index + 1, context, rows[index], twin.rows[index]))
-    return pairs
+    picked = sample_rows(len(rows), n_rows, rng)
+    return [TwinPair(index + 1, rows[index], twin.rows[index]) for index in picked]
 
 
 def rng_of(seed: int) -> np.random.Generator:
@@ -99,9 +110,16 @@ def rng_of(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def score_requests(pair: TwinPair) -> tuple[ScoreRequest, ScoreRequest]:
-    """The real row and the twin's row, each scored after the pair's context."""
-    return ScoreRequest(pair.real, pair.context), ScoreRequest(pair.twin, pair.context)
+def pair_reads(ctx: TestContext, pairs: Sequence[TwinPair], facts: TwinFacts) -> FileRead:
+    """The passes that read the pairs: each twin row in its real row's place, after the same
+    prefix (``battery.file_pass``)."""
+    p = ctx.params
+    model = ctx.model_for("Wording")
+    window = min(p.window_tokens, model.context_window) if p.window_tokens > 0 else 0
+    items = [RowTexts(pair.row - 1, (pair.twin,)) for pair in pairs]
+    return read_file(
+        ctx.dataset, items, token_counter(model), window, p.context_rows, facts.header_only
+    )
 
 
 def failure(responses: Sequence[ScoreResponse]) -> str | None:
@@ -120,24 +138,28 @@ def pair_record(
     scores: Callable[[], dict[str, float]],
     keys: tuple[str, str],
     facts: TwinFacts,
+    where: RowRead,
+    dataset: Dataset,
 ) -> QueryRecord:
     """One pair as a record: the figures ``scores`` computes (``keys`` names the real row's
     and the twin row's of the two scores compared), the data-only rules' chances of preferring
-    the real row (``baseline_chances``), and whether the real row scored higher (1), the same
-    (0.5) or lower (0); a failed pair is a failed query."""
+    the real row (``baseline_chances``), the rows of context it was read after, and whether the
+    real row scored higher (1), the same (0.5) or lower (0); a failed pair is a failed query."""
     real_key, twin_key = keys
     extra: dict[str, Any] = {
         "row": pair.row,
         "twin": pair.twin,
+        "context_rows": where.read.context_rows(where.row),
         "baseline_chances": facts.chances[pair.row],
     }
+    prompt = where.read.prompt(dataset, where.row)
     error = failure(responses)
     if error:
-        return QueryRecord(pair.context, pair.real, "", 0.0, error=error, extra=extra)
+        return QueryRecord(prompt, pair.real, "", 0.0, error=error, extra=extra)
     extra.update(scores())
     real, twin = extra[real_key], extra[twin_key]
     win = 1.0 if real > twin else 0.5 if real == twin else 0.0
-    return QueryRecord(pair.context, pair.real, "", win, extra=extra)
+    return QueryRecord(prompt, pair.real, "", win, extra=extra)
 
 
 F = TypeVar("F", bound=TwinFacts)
@@ -149,6 +171,7 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
 
     statistic: ClassVar[str]  # the per-row score, as the reason names it
     keys: ClassVar[tuple[str, str]]  # the record's figures of the real and the twin row
+    moments: ClassVar[bool] = False  # whether its scores need the moments (Min-K%++)
 
     def pairs(self, ctx: TestContext) -> tuple[list[TwinPair], TwinFacts] | TestResult:
         """The pairs of a cell and what it records of the twin, or why it has none: a time
@@ -160,35 +183,56 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
             return TestResult.not_applicable(
                 self.name, f"the file has no twin to compare with: {exc}"
             )
-        context_rows, context, order_p = p.context_rows, "the header", None
-        if context_rows:
+        context, order_p, header_only = "the header", None, not p.context_rows
+        if p.context_rows:
             table = ContrastTable(
                 ctx.dataset.rows, ctx.dataset.delimiter, len(ctx.dataset.feature_names)
             )
             order = file_order(ctx.dataset, table, p.order_permutations, p.alpha, ctx.seed)
             order_p = order.p_value
             if order.shows_order:
-                context_rows = 0
+                header_only = True
                 context = (
                     f"the header alone: the file is in order ("
                     f"{', '.join(order.ordered_columns) or 'all columns together'}; "
                     f"p={order.p_value:.3g}), so the rows before a real row would tell a model "
                     "without memory what comes next, which no twin row gets"
                 )
+            elif p.window_tokens > 0:
+                context = (
+                    f"the header and the real rows before the row in a pass over the file "
+                    f"(at least {p.context_rows}, and back to the pass's start; passes of at "
+                    f"most {p.window_tokens} tokens)"
+                )
             else:
-                context = f"the header and the {context_rows} real rows before the row"
-        pairs = twin_pairs(ctx.dataset, twin, p.n_rows, context_rows, rng_of(ctx.seed))
+                context = f"the header and the {p.context_rows} real rows before the row"
+        pairs = twin_pairs(ctx.dataset, twin, p.n_rows, rng_of(ctx.seed))
         if len(pairs) < p.min_pairs:
             return TestResult.not_applicable(
                 self.name, f"the file has {len(pairs)} rows; the test needs {p.min_pairs} pairs"
             )
         record = twin.spec.extra["twin"]
         chances = pair_chances(ctx.dataset, [(q.row, q.real, q.twin) for q in pairs])
-        facts = TwinFacts(str(record["sha256"]), int(record["rows"]), context, order_p, chances)
+        rows = rows_sentence(len(pairs), len(ctx.dataset.rows), p.n_rows)
+        facts = TwinFacts(
+            str(record["sha256"]), int(record["rows"]), context, order_p, chances, header_only, rows
+        )
         return pairs, facts
 
     def word(self, ctx: TestContext, queries: Sequence[TwinPair], facts: F) -> Worded[TwinPair]:
-        return Worded(list(queries), [score_requests(pair) for pair in queries])
+        """One read of the file for all pairs; each pair's request is its row in it."""
+        read = pair_reads(ctx, queries, facts)
+        rows = [pair.row - 1 for pair in queries]
+        figures = read_figures(read, rows, ctx.params.window_tokens)
+        return Worded(list(queries), [RowRead(read, row) for row in rows], figures)
+
+    def ask(self, ctx: TestContext, requests: Sequence[Any]) -> list[Any]:
+        """Each pair's two scores (with moments where the test needs them), the file's passes
+        scored once."""
+        model = ctx.model_for("Asking")
+        return scored_reads(
+            model, requests, f"{self.title} on {ctx.dataset.name}", moments=self.moments
+        )
 
     def shift(
         self,
@@ -196,6 +240,7 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
         facts: F,
         records: Sequence[QueryRecord],
         info: dict[str, Any],
+        figures: dict[str, Any] | None = None,
     ) -> TestResult:
         """The decision: the real rows' wins against the blind check's baseline (the best
         data-only rule's rate of preferring the real row on the same untied pairs; exact
@@ -207,6 +252,7 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
             **info,
             "twin_sha256": facts.twin_sha256,
             "context": facts.context,
+            "rows": facts.rows,
             "prompt_form": "log-probabilities",
         }
         if len(scored) < p.min_pairs:
@@ -247,8 +293,8 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
             verdict=decision.verdict,
             reason=(
                 f"the real row scored higher in {shift.wins} of {shift.wins + shift.losses} "
-                f"untied pairs ({shift.ties} tied) of {shift.n}, by {shift.mean:+.3g} on "
-                f"average (sd {shift.sd:.3g}); {decision.reason}"
+                f"untied pairs ({shift.ties} tied) of {shift.n} ({facts.rows}), by "
+                f"{shift.mean:+.3g} on average (sd {shift.sd:.3g}); {decision.reason}"
             ),
             n_queries=len(records),
             n_hits=shift.wins,
@@ -264,6 +310,8 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
                 "pairs_won": shift.wins,
                 "pairs_lost": shift.losses,
                 "pairs_tied": shift.ties,
+                "rows_in_file": float(len(ctx.dataset.rows)),
+                **wording_figures(figures or {}),
                 "win_rate": shift.win_rate,
                 "sign_flip_p_value": shift.p_value,
                 "sign_test_p_value": shift.sign_p_value,

@@ -69,7 +69,9 @@ class ZlibRatio(TwinPairTest[TwinFacts]):
                 "score_twin": zlib_score(twin.logprobs, pair.twin),
             }
 
-        return pair_record(pair, answer.response, scores, self.keys, facts)
+        return pair_record(
+            pair, answer.response, scores, self.keys, facts, answer.request, ctx.dataset
+        )
 
     def decide(
         self,
@@ -78,4 +80,6 @@ class ZlibRatio(TwinPairTest[TwinFacts]):
         records: Sequence[QueryRecord],
         context: dict[str, Any],
     ) -> TestResult:
-        return self.shift(ctx, facts, records, {"reference": "zlib, level 9, of the row alone"})
+        return self.shift(
+            ctx, facts, records, {"reference": "zlib, level 9, of the row alone"}, context
+        )

@@ -13,7 +13,10 @@ A request with a stop rule is streamed and cancelled as soon as its score is set
 
 The engine cannot echo a prompt's log-probabilities, so ``logprobs`` scores a text by forcing
 it: a grammar of the text's own token ids makes the engine generate exactly those tokens, and
-each one's log-probability is read from the model's distribution before sampling. It gives no
+each one's log-probability is read from the model's distribution before sampling. It has no
+``logprobs_pass``: a likelihood test's pass over a file (``tabmem.llm.passes``) reaches it as
+one text after another in file order, and the slot's prompt cache serves the prefix they share
+(only each new row is evaluated as prompt; every scored token is still one decode step). It gives no
 moments of that distribution (Min-K%++ needs them): the engine hands out log-probabilities as
 JSON, one entry per token asked for, so the whole vocabulary at every position would cost
 about 1.6 s and 5 MB per scored token on SmolLM2 (49,152 tokens), some 200 times a plain score.

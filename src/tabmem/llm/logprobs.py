@@ -24,6 +24,7 @@ DEFAULT_BATCH = 8
 
 
 Answered = TypeVar("Answered")
+Asked = TypeVar("Asked")
 
 
 class ScoringModel(Protocol):
@@ -108,13 +109,15 @@ def score_texts(
 def split_cached(
     model: ScoringModel,
     keys: Sequence[str],
-    requests: Sequence[ScoreRequest],
+    requests: Sequence[Asked],
     decode: Callable[[Any], Answered],
-) -> tuple[dict[str, Answered], dict[str, ScoreRequest]]:
-    """The requests the cache answers (decoded, each counted as a cache hit) and the others,
-    each key once: what a scoring call sends to the backend is only the second part."""
+    texts: Callable[[Asked], int] = lambda _: 1,
+) -> tuple[dict[str, Answered], dict[str, Asked]]:
+    """The requests the cache answers (decoded, each counted as ``texts`` cache hits: the
+    texts it scores) and the others, each key once: what a scoring call sends to the backend
+    is only the second part."""
     out: dict[str, Answered] = {}
-    todo: dict[str, ScoreRequest] = {}
+    todo: dict[str, Asked] = {}
     for key, request in zip(keys, requests, strict=True):
         if key in out or key in todo:
             continue
@@ -122,7 +125,7 @@ def split_cached(
         if hit is None:
             todo[key] = request
         else:
-            model.stats.add(cache_hits=1)
+            model.stats.add(cache_hits=texts(request))
             out[key] = decode(json.loads(hit))
     return out, todo
 

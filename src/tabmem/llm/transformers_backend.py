@@ -171,6 +171,7 @@ class TransformersBackend:
         if threads and self._device == "cpu":
             torch.set_num_threads(threads)
         self._lock = threading.Lock()
+        self._head_matches: bool | None = None
         self.tokenizer, self.model = self._load(transformers, name, dtype)
         self.identity = {
             "provider": "transformers",
@@ -298,16 +299,239 @@ class TransformersBackend:
         and the mean and standard deviation of log p(z) for z drawn from the model's whole
         distribution at its position (what Min-K%++ normalises by; the logits are in hand, so
         they cost one pass over the vocabulary)."""
+        return [self._moments(logp, tokens) for logp, tokens in self._distributions(items)]
+
+    def _moments(self, logp: Any, tokens: Any) -> list[tuple[float, float, float]]:
+        """Each token's log-probability with the mean and sd of log p over its position's
+        distribution (rows of ``logp``: one position each)."""
         torch = self._torch
-        out = []
-        for logp, tokens in self._distributions(items):
-            probs = logp.exp()
-            finite = torch.where(probs > 0, logp, torch.zeros_like(logp))
-            mean = (probs * finite).sum(-1)
-            var = (probs * (finite - mean[:, None]) ** 2).sum(-1).clamp_min(0.0)
-            chosen = logp.gather(1, tokens[:, None])[:, 0]
-            out.append(list(zip(chosen.tolist(), mean.tolist(), var.sqrt().tolist(), strict=True)))
+        probs = logp.exp()
+        finite = torch.where(probs > 0, logp, torch.zeros_like(logp))
+        mean = (probs * finite).sum(-1)
+        var = (probs * (finite - mean[:, None]) ** 2).sum(-1).clamp_min(0.0)
+        chosen = logp.gather(1, tokens[:, None])[:, 0]
+        return list(zip(chosen.tolist(), mean.tolist(), var.sqrt().tolist(), strict=True))
+
+    @property
+    def supports_passes(self) -> bool:
+        """Whether a pass can be read with a mask of its own: sdpa or eager attention, and an
+        output head this backend applies as the model's own forward does (checked once)."""
+        if self.model is None:
+            return False
+        config = self.model.config
+        if getattr(config, "_attn_implementation", "sdpa") not in ("sdpa", "eager"):
+            return False
+        if self._head_matches is None:
+            self._head_matches = self._check_head()
+        return self._head_matches
+
+    def logprobs_pass(self, requests: list[Any], moments: bool = False) -> list[list[Any]]:
+        """Each ``tabmem.llm.passes.PassRequest`` read once: its pieces in order, then every
+        branch beside them, each branch attending to the pieces before its place and to itself
+        only, at the positions it would have there. Per request, the log-probabilities of each
+        scored piece's tokens, then of each branch's (with ``moments``, each token's
+        (log-probability, mean, sd) as ``logprob_moments_batch`` gives them).
+
+        Where every layer attends to the whole context, the pieces run first (plain causal
+        attention, keeping their keys and values) and the branches follow in groups over those
+        keys; where some layers see a sliding window, pieces and branches run as one sequence
+        whose mask keeps each layer's window by position (such a layer keeps no keys beyond its
+        window to branch from). No key or value passes from one branch to another, so a branch
+        reads exactly what it would read after the same prefix alone."""
+        return [self._pass(request, moments) for request in requests]
+
+    def _pass(self, request: Any, moments: bool) -> list[Any]:
+        torch = self._torch
+        pieces = [self._context_ids(request.pieces[0])]
+        pieces += [self._encode(p, False) for p in request.pieces[1:]]
+        starts = [0]
+        for piece in pieces:
+            starts.append(starts[-1] + len(piece))
+        trunk = [t for piece in pieces for t in piece]
+        branches = [(starts[j], self._encode(text, False)) for j, text in request.branches]
+        longest = max([len(trunk)] + [start + len(tokens) for start, tokens in branches])
+        if longest > self.context_window:
+            raise ValueError(
+                f"a pass of {longest} positions exceeds the context window ({self.context_window})"
+            )
+        with self._lock, torch.no_grad():
+            if self._sliding_window() is None:
+                states, branch_states = self._trunk_then_branches(trunk, branches)
+            else:
+                states, branch_states = self._packed(trunk, branches)
+            out = []
+            for j in request.scored:
+                first, end = max(starts[j], 1), starts[j + 1]
+                rows = states[first - 1 : end - 1]
+                out.append(self._scores_at(rows, trunk[first:end], moments))
+            for (start, tokens), own in zip(branches, branch_states, strict=True):
+                if start:
+                    rows = torch.cat([states[start - 1 : start], own[: len(tokens) - 1]])
+                    out.append(self._scores_at(rows, tokens, moments))
+                else:  # no BOS and no context: the first token has no prediction
+                    out.append(self._scores_at(own[: len(tokens) - 1], tokens[1:], moments))
+            return out
+
+    def _sliding_window(self) -> int | None:
+        """The window of the model's sliding-window layers, or None where every layer attends
+        to the whole context."""
+        config = self.model.config
+        window = getattr(config, "sliding_window", None)
+        kinds = set(getattr(config, "layer_types", None) or [])
+        if not window or (kinds and "sliding_attention" not in kinds):
+            return None
+        if not kinds and not getattr(config, "use_sliding_window", True):
+            return None
+        return int(window)
+
+    def _trunk_then_branches(
+        self, trunk: list[int], branches: list[tuple[int, list[int]]], group_tokens: int = 512
+    ) -> tuple[Any, list[Any]]:
+        """The pieces' final hidden states (plain causal attention, keys kept), then each
+        branch's, the branches run in groups of about ``group_tokens`` over those keys and the
+        group's own keys dropped after it."""
+        torch = self._torch
+        cache = self._transformers.DynamicCache()
+        body = self.model.base_model
+        ids = torch.tensor([trunk], device=self._device)
+        states = body(input_ids=ids, use_cache=True, **{self._cache_argument: cache})
+        states = states.last_hidden_state[0]
+        out: list[Any] = []
+        group: list[tuple[int, list[int]]] = []
+        for branch in branches:
+            group.append(branch)
+            if sum(len(t) for _, t in group) >= group_tokens:
+                out += self._branch_group(group, cache, len(trunk))
+                group = []
+        if group:
+            out += self._branch_group(group, cache, len(trunk))
+        return states, out
+
+    def _branch_group(
+        self, group: list[tuple[int, list[int]]], cache: Any, length: int
+    ) -> list[Any]:
+        torch = self._torch
+        ids = [t for _, tokens in group for t in tokens]
+        positions = [start + k for start, tokens in group for k in range(len(tokens))]
+        allowed = torch.zeros(len(ids), length + len(ids), dtype=torch.bool)
+        at = 0
+        for start, tokens in group:
+            size = len(tokens)
+            allowed[at : at + size, :start] = True
+            allowed[at : at + size, length + at : length + at + size] = torch.ones(
+                size, size, dtype=torch.bool
+            ).tril()
+            at += size
+        states = self.model.base_model(
+            input_ids=torch.tensor([ids], device=self._device),
+            attention_mask=self._as_attention_mask(allowed),
+            position_ids=torch.tensor([positions], device=self._device),
+            use_cache=True,
+            **{self._cache_argument: cache},
+        ).last_hidden_state[0]
+        cache.crop(-len(ids))
+        out, at = [], 0
+        for _, tokens in group:
+            out.append(states[at : at + len(tokens)])
+            at += len(tokens)
         return out
+
+    @property
+    def _cache_argument(self) -> str:
+        """What the model's forward calls its key-value cache (``cache`` from transformers 5)."""
+        import inspect
+
+        parameters = inspect.signature(self.model.base_model.forward).parameters
+        return "cache" if "cache" in parameters else "past_key_values"
+
+    def _packed(
+        self, trunk: list[int], branches: list[tuple[int, list[int]]]
+    ) -> tuple[Any, list[Any]]:
+        """Pieces and branches as one sequence, one mask per kind of layer (the sliding one
+        keeps the window by position): the pieces' final hidden states and each branch's."""
+        torch = self._torch
+        length = len(trunk)
+        ids, positions = list(trunk), list(range(length))
+        spans = []
+        for start, tokens in branches:
+            spans.append((start, len(ids), len(tokens)))
+            ids += tokens
+            positions += [start + k for k in range(len(tokens))]
+        n = len(ids)
+        allowed = torch.zeros(n, n, dtype=torch.bool)
+        allowed[:length, :length] = torch.ones(length, length, dtype=torch.bool).tril()
+        for start, offset, size in spans:
+            allowed[offset : offset + size, :start] = True
+            allowed[offset : offset + size, offset : offset + size] = torch.ones(
+                size, size, dtype=torch.bool
+            ).tril()
+        at = torch.tensor(positions, dtype=torch.int32)
+        sliding = allowed & ((at[:, None] - at[None, :]) < self._sliding_window())
+        kinds = set(getattr(self.model.config, "layer_types", None) or [])
+        mask: Any = self._as_attention_mask(sliding)
+        if kinds:
+            full = self._as_attention_mask(allowed)
+            mask = {"full_attention": full, "sliding_attention": mask}
+        states = self.model.base_model(
+            input_ids=torch.tensor([ids], device=self._device),
+            attention_mask=mask,
+            position_ids=torch.tensor([positions], device=self._device),
+            use_cache=False,
+        ).last_hidden_state[0]
+        return states[:length], [states[o : o + size] for _, o, size in spans]
+
+    def _as_attention_mask(self, allowed: Any) -> Any:
+        """A (queries, keys) mask of allowed pairs as the attention adds it: 0 where allowed,
+        the dtype's lowest value elsewhere (exactly 0 after the softmax; sdpa runs a float
+        mask faster than a boolean one on CPUs)."""
+        torch = self._torch
+        mask = allowed[None, None].to(self._device)  # (batch, heads, queries, keys)
+        floor = torch.finfo(self.model.dtype).min
+        zeros = torch.zeros(mask.shape, dtype=self.model.dtype, device=self._device)
+        return zeros.masked_fill(~mask, floor)
+
+    def _scores_at(self, states: Any, tokens: list[int], moments: bool) -> list[Any]:
+        """The log-probabilities of ``tokens``, each predicted at its row of final hidden
+        ``states`` (with moments where asked), the vocabulary read a slice of rows at a time."""
+        torch = self._torch
+        if not tokens:
+            return []
+        vocabulary = int(self.model.get_output_embeddings().weight.shape[0])
+        step = max(16, (1 << 24) // vocabulary)
+        out: list[Any] = []
+        for at in range(0, len(tokens), step):
+            chosen = torch.tensor(tokens[at : at + step], device=self._device)
+            logp = torch.log_softmax(self._head(states[at : at + step]).float(), dim=-1)
+            if moments:
+                out += self._moments(logp, chosen)
+            else:
+                out += logp.gather(1, chosen[:, None])[:, 0].tolist()
+        return out
+
+    def _head(self, hidden: Any) -> Any:
+        """The logits the model's own forward makes of final hidden states: its output head,
+        and the scalings some models apply after it (Gemma's soft cap, Cohere's and Granite's
+        scales)."""
+        torch = self._torch
+        config = self.model.config
+        logits = self.model.get_output_embeddings()(hidden)
+        cap = getattr(config, "final_logit_softcapping", None)
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        if getattr(config, "logit_scale", None):
+            logits = logits * config.logit_scale
+        if getattr(config, "logits_scaling", None):
+            logits = logits / config.logits_scaling
+        return logits
+
+    def _check_head(self) -> bool:
+        """Whether ``_head`` over the base model gives the full model's logits (a few tokens)."""
+        torch = self._torch
+        ids = torch.tensor([self._context_ids("a,1\n")], device=self._device)
+        with self._lock, torch.no_grad():
+            full = self.model(input_ids=ids).logits[0].float()
+            mine = self._head(self.model.base_model(input_ids=ids).last_hidden_state[0]).float()
+        return bool(torch.allclose(full, mine, atol=1e-4, rtol=1e-4))
 
     def _distributions(self, items: list[tuple[str, str]]) -> list[tuple[Any, Any]]:
         """For each (context, text): the log-softmax over the vocabulary at the position of

@@ -85,6 +85,7 @@ class VLLMBackend:
             max_model_len=context_window,
             gpu_memory_utilization=gpu_memory_utilization,
             seed=seed,
+            enable_prefix_caching=True,  # a file's passes share their prefixes
         )
         self.tokenizer = self._llm.get_tokenizer()
         self.identity = {"provider": "vllm", "model": model, **(identity_extra or {})}
@@ -159,6 +160,48 @@ class VLLMBackend:
             values = prompt_token_logprobs(output.prompt_logprobs, context + text)
             result.append(values[-len(text) :] if text else [])
         return result
+
+    def logprobs_pass(self, requests: list[Any], moments: bool = False) -> list[list[Any]]:
+        """Each ``tabmem.llm.passes.PassRequest`` as prompts of one ``generate`` call: its
+        pieces as one prompt, whose prompt log-probabilities give every scored piece, and each
+        branch as the pieces before its place followed by the branch. The engine's prefix cache
+        computes a prefix the prompts share once (it keeps whole blocks of tokens, so a
+        branch's last partial block before its place is computed again). vLLM gives the top
+        log-probabilities of a prompt's positions, not their moments."""
+        if moments:
+            raise ValueError("vLLM gives no moments of its distributions")
+        prompts: list[list[int]] = []
+        plans = []
+        for request in requests:
+            first = request.pieces[0]
+            pieces = [self.tokenizer.encode(first) if first else self._bos()]
+            pieces += [
+                self.tokenizer.encode(p, add_special_tokens=False) for p in request.pieces[1:]
+            ]
+            starts = [0]
+            for piece in pieces:
+                starts.append(starts[-1] + len(piece))
+            trunk = [t for piece in pieces for t in piece]
+            spans = [(len(prompts), starts[j], starts[j + 1]) for j in request.scored]
+            prompts.append(trunk)
+            for j, text in request.branches:
+                tokens = self.tokenizer.encode(text, add_special_tokens=False)
+                spans.append((len(prompts), starts[j], starts[j] + len(tokens)))
+                prompts.append(trunk[: starts[j]] + tokens)
+            plans.append(spans)
+        sampling = self._vllm.SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
+        with self._lock:
+            outputs = self._llm.generate(
+                [{"prompt_token_ids": p} for p in prompts], sampling, use_tqdm=False
+            )
+        values = [
+            prompt_token_logprobs(o.prompt_logprobs, p)
+            for o, p in zip(outputs, prompts, strict=True)
+        ]
+        # values[k][i] is the log-probability of prompt k's token i + 1 (the first has none)
+        return [
+            [values[k][max(start, 1) - 1 : end - 1] for k, start, end in spans] for spans in plans
+        ]
 
     def _bos(self) -> list[int]:
         bos = getattr(self.tokenizer, "bos_token_id", None)

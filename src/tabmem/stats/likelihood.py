@@ -134,3 +134,36 @@ def min_k_plus_plus_score(
     scores (``token_zscores``; at least one token). Higher is more familiar: a text seen in
     training has few tokens far below what the model expects at their positions."""
     return min_k_score(token_zscores(logprobs, means, sds), k_percent)
+
+
+def loglik_ratio(logprobs: Sequence[float], reference: Sequence[float]) -> float:
+    """A text's log-likelihood under the model minus under a reference model (nats): what
+    the model knows of the text beyond what the reference knows."""
+    return float(sum(logprobs)) - float(sum(reference))
+
+
+def membership_features(
+    logprobs: Sequence[float],
+    text: str,
+    k_percents: Sequence[float],
+    moments: tuple[Sequence[float], Sequence[float]] | None = None,
+    k_plus_plus: float = 20.0,
+    reference: Sequence[float] | None = None,
+) -> dict[str, float]:
+    """A row's membership features, each computed as its own test computes it: the mean
+    log-probability of its tokens (minus the loss), Min-K% at each of ``k_percents``, the
+    zlib ratio, Min-K%++ at ``k_plus_plus`` where the moments of the model's distributions
+    are given (means, sds), and the ratio to a reference model where its log-probabilities
+    are given."""
+    if not logprobs:
+        raise ValueError("membership_features needs at least one token log-probability")
+    out = {"mean_logprob": float(sum(logprobs)) / len(logprobs)}
+    for k in k_percents:
+        out[f"min_k_{k:g}"] = min_k_score(logprobs, k)
+    out["zlib_ratio"] = zlib_score(logprobs, text)
+    if moments is not None:
+        means, sds = moments
+        out["min_k_plus_plus"] = min_k_plus_plus_score(logprobs, means, sds, k_plus_plus)
+    if reference is not None:
+        out["reference_ratio"] = loglik_ratio(logprobs, reference)
+    return out
