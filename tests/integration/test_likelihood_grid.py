@@ -17,7 +17,7 @@ pytest.importorskip("transformers")
 from unit.tiny_model import save_tiny_model
 
 QUIET = {"progress": False, "show_queries": False, "quiet": True}
-TESTS = ("min_k_prob", "reference_ratio", "zlib_ratio", "min_k_plus_plus")
+TESTS = ("min_k_prob", "reference_ratio", "zlib_ratio", "min_k_plus_plus", "likelihood_inference")
 SMALL = {f"test.{t}.n_rows": 20 for t in TESTS}
 
 
@@ -53,7 +53,10 @@ def test_the_suite_scores_a_real_model_against_a_reference_and_joins_the_dataset
         "likelihood",
         outputs_dir=str(tmp_path / "out"),
         **{"+model.weights.path": tested["weights"]["path"], **model, **SMALL},
-        **{"test.reference_ratio.reference_models": [str(reference_yaml)]},
+        **{
+            f"test.{t}.reference_models": [str(reference_yaml)]
+            for t in ("reference_ratio", "likelihood_inference")
+        },
         **QUIET,
     )
     found = by_test(results)
@@ -68,6 +71,11 @@ def test_the_suite_scores_a_real_model_against_a_reference_and_joins_the_dataset
         # the blind check: the best data-only rule's rate on the same pairs, a coin flip at least
         assert result.baseline == pytest.approx(max(0.5, result.metrics["data_only_rate"]))
         assert "baseline_nearest_neighbours" in result.metrics
+    learned = found["likelihood_inference"]
+    assert learned.status == "finished", learned.message
+    assert learned.verdict in {"no_evidence", "ambiguous"}, learned.reason
+    assert learned.metrics["pairs_scored"] == 20 and 0 < learned.p_value <= 1
+    assert "weight_reference_ratio" in learned.metrics  # the reference's ratio: a feature
     ratio = found["reference_ratio"]
     assert ratio.metrics["mean_ratio_real"] != 0  # two different models: ratios are not 0
     queries = ratio.queries  # each pair's figures, as queries.json holds them
@@ -79,8 +87,8 @@ def test_the_suite_scores_a_real_model_against_a_reference_and_joins_the_dataset
     verdict = found["dataset"]
     assert verdict.scope == "dataset"
     assert verdict.verdict in {"no_evidence", "ambiguous"}, verdict.reason
-    assert verdict.n_queries == 4  # the tests it combined
-    for name in ("reference_ratio", "zlib_ratio", "min_k_plus_plus"):
+    assert verdict.n_queries == 5  # the tests it combined
+    for name in ("reference_ratio", "zlib_ratio", "min_k_plus_plus", "likelihood_inference"):
         assert verdict.metrics[f"p_value.{name}"] == pytest.approx(found[name].p_value)
 
 

@@ -153,7 +153,7 @@ def test_a_model_that_read_the_file_is_evidence():
     # 50 pairs. The pairs won are counted against the best data-only rule's rate on the same
     # pairs (0.6 here: the copula prefers the real row in 30 of 50), so a tenth (34 of 50
     # won, sign-flip p = 0.006 against a coin flip) is no longer enough.
-    result = MinKPlusPlus().run(context(MomentScorer("tuned", ROWS, bonus=0.2)))
+    result = MinKPlusPlus().run(context(MomentScorer("tuned", ROWS, bonus=0.2), n_rows=50))
     assert result.verdict == Verdict.EVIDENCE, result.reason
     assert result.p_value < 0.01 and result.metrics["pairs_scored"] == 50
     assert result.n_hits == result.metrics["pairs_won"] > 30
@@ -250,7 +250,13 @@ def test_a_dry_run_of_the_likelihood_suite_on_an_api_model_says_why_each_test_se
         path.stem.removeprefix("plan-"): json.loads(path.read_text())
         for path in (tmp_path / "job").glob("plan-*.json")
     }
-    assert set(notes) == {"min_k_prob", "reference_ratio", "zlib_ratio", "min_k_plus_plus"}
+    assert set(notes) == {
+        "min_k_prob",
+        "reference_ratio",
+        "zlib_ratio",
+        "min_k_plus_plus",
+        "likelihood_inference",
+    }
     for row in notes.values():
         assert row["requests"] == 0
         assert row["note"].startswith("not_applicable: model 'gpt-4o' (litellm backend) gives no")
