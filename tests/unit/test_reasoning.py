@@ -185,8 +185,8 @@ def test_a_model_under_an_unknown_name_is_found_to_think_and_told_once(tmp_path,
 
 def test_requests_in_flight_when_the_model_is_found_to_think_are_asked_again():
     """Three requests sent at once to a model not known to reason: the first reply switches
-    it, the other two come back after that with answers cut by the stop sequence; each is
-    asked again with room to think, so all three are scored on the whole answer."""
+    it, the other two come back after that cut by the stop sequence to an empty think block;
+    each is asked again with room to think, so all three are scored on the whole answer."""
 
     class Racing(ThinkingBackend):
         model: LanguageModel
@@ -199,7 +199,11 @@ def test_requests_in_flight_when_the_model_is_found_to_think_are_asked_again():
                 deadline = time.monotonic() + 10
                 while not self.model.reasoning.active and time.monotonic() < deadline:
                     time.sleep(0.01)
-            return super().complete(prompt, params)
+            self.sent.append(params)
+            text = "<think>\nfirst\nsecond</think>a,b\nc,d"  # a stop cuts it to "<think>"
+            for stop in params.stop:
+                text = text.split(stop)[0]
+            return text
 
     backend = Racing()
     backend.model = LanguageModel(backend, "m", show_progress=False, max_concurrency=3)

@@ -325,12 +325,12 @@ class LanguageModel:
     def _answer(self, key: str, request: Request) -> Response:
         """The answer to one request; a reply that opens with thoughts from a model not known
         to reason makes it a reasoning model (once), and the request is asked again so. A
-        request sent before another thread's reply made the model a reasoning one is asked
-        again too (its thoughts were cut off once it finished, but it was sent with the stop
-        sequences and without room for them)."""
+        request that was watched when it started and finished after another thread's reply
+        made the model a reasoning one is asked again too: it may have been sent with the stop
+        sequences and no room for thoughts, which a stop sequence can cut down to "<think>"."""
         watching = self.reasoning.detect and not self.reasoning.active
         response = self._answer_once(key, request)
-        thought = response.reasoning or opens_with_thoughts(response.text)
+        thought = self.reasoning.active or opens_with_thoughts(response.text)
         if watching and response.error is None and thought:
             self._reasons_after_all()
             return self._answer_once(cache_key(self._identity, request), request)
