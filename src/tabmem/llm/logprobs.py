@@ -130,6 +130,17 @@ def split_cached(
     return out, todo
 
 
+def scoring_progress(model: ScoringModel) -> Progress:
+    """The progress bar scoring calls run under (hidden where the model shows none)."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        disable=not model.show_progress,
+        transient=True,
+    )
+
+
 def _score_uncached(
     model: ScoringModel, todo: list[tuple[str, ScoreRequest]], description: str
 ) -> dict[str, ScoreResponse]:
@@ -162,14 +173,7 @@ def in_batches(
     (counted as failures), so scoring never raises for the backend."""
     size = max(1, int(getattr(model.backend, "batch_size", DEFAULT_BATCH)))
     found: dict[str, Answered] = {}
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        disable=not model.show_progress,
-        transient=True,
-    )
-    with progress:
+    with scoring_progress(model) as progress:
         task = progress.add_task(f"{model.name}: {description}", total=len(todo))
         for start in range(0, len(todo), size):
             chunk = todo[start : start + size]

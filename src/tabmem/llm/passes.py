@@ -25,14 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
 from tabmem.llm.logprobs import (
     ScoreRequest,
     ScoreResponse,
     ScoringModel,
     has_logprobs,
     score_texts,
+    scoring_progress,
     split_cached,
 )
 from tabmem.llm.moments import MomentResponse, has_moments, score_moments
@@ -151,14 +150,7 @@ def _run_passes(
     """The passes the cache did not answer, one backend call each, under a progress bar that
     counts texts; each pass's answers are cached as they come."""
     found: dict[str, list[ScoreResponse]] = {}
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        disable=not model.show_progress,
-        transient=True,
-    )
-    with progress:
+    with scoring_progress(model) as progress:
         total = sum(p.size for p in todo.values())
         task = progress.add_task(f"{model.name}: {description}", total=total)
         for key, request in todo.items():

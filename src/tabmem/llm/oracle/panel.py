@@ -36,6 +36,7 @@ from __future__ import annotations
 import random
 import threading
 import zlib
+from abc import abstractmethod
 from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 
@@ -94,8 +95,9 @@ class PanelOracle(LearnerOracle):
         super().__init__(datasets)
         self.spread = spread
 
+    @abstractmethod
     def _build(self, table: _Table) -> ComponentModel | BoostedModel:
-        raise NotImplementedError
+        """The family's model of ``table`` (each family builds its own)."""
 
     def _row(
         self,
