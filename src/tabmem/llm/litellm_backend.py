@@ -23,6 +23,12 @@ endpoint's answers as another's. Each answer's reported token usage is kept for 
 With ``stream=True`` a request with a stop rule (``tabmem.llm.stopping``) goes over the direct
 path as a stream, closed as soon as the answer's score is settled, so the server stops
 generating; through litellm the whole answer is generated and then cut by the client.
+
+A model whose config declares ``prompt_logprobs`` (``echo`` or ``vllm``: the reply shape its
+server gives, ``tabmem.llm.openai_http``) scores text like the transformers backend: context
+and text tokenized apart by the server's tokenizer, the context after BOS, the joined token ids
+sent as the prompt, and the text's own tokens' log-probabilities kept. Without it the model
+scores nothing (``supports_logprobs`` is false) and the likelihood tests say so.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +49,7 @@ from tabmem.llm.base import BaseBackend, GenerationParams, Message, Request
 from tabmem.llm.batch import AnthropicBatchClient, BatchClient, anthropic_params
 from tabmem.llm.endpoint import resolve_endpoint
 from tabmem.llm.litellm_logs import say_once
-from tabmem.llm.openai_http import OpenAICompatibleClient, QueryError, reported_usage
+from tabmem.llm.openai_http import SCORING, OpenAICompatibleClient, QueryError, reported_usage
 from tabmem.llm.reasoning import Reasoning, joined
 
 # httpx logs every request at INFO (a line per query of a grid, in Hydra's job log too)
@@ -125,8 +132,17 @@ class LiteLLMBackend(BaseBackend):
     temperature); the direct path sends every parameter, as self-hosted servers take them.
     ``prompt_caching`` (``auto``: Anthropic's models; ``on``; ``off``) marks a chat's shared
     prefix, everything before its last message, with ``cache_control`` so that the provider
-    caches it; OpenAI caches long prefixes by itself.
+    caches it; OpenAI caches long prefixes by itself. ``prompt_logprobs`` (``echo`` or
+    ``vllm``) says the server scores prompts (module docstring); ``bos_token`` is the text of
+    the token a scored context starts with where the server's tokenizer adds none to a prompt
+    (SmolLM2's: ``<|im_start|>``, as the transformers backend reads it); up to
+    ``max_concurrency`` texts are scored at once.
     """
+
+    moments_unavailable = (
+        "a server returns the log-probabilities of a few tokens at each position, not its "
+        "whole distribution"
+    )
 
     def __init__(
         self,
@@ -143,7 +159,17 @@ class LiteLLMBackend(BaseBackend):
         stream: bool = False,
         drop_params: bool = False,
         prompt_caching: str = "auto",
+        prompt_logprobs: str | None = None,
+        bos_token: str | None = None,
+        max_concurrency: int = 1,
     ) -> None:
+        if prompt_logprobs is not None:
+            scoring_problem(name, prompt_logprobs, completion_model or model, transport)
+            if not api_base and not api_base_env:
+                raise ConfigError(
+                    f"Model '{name}' declares prompt_logprobs, which its own server gives: set "
+                    "api_base or api_base_env to that server's URL."
+                )
         if prompt_caching not in ("auto", "on", "off"):
             raise ConfigError(
                 f"Model '{name}' has prompt_caching '{prompt_caching}'; use auto, on or off."
@@ -180,6 +206,12 @@ class LiteLLMBackend(BaseBackend):
         self.mark_prefix = prompt_caching == "on" or (
             prompt_caching == "auto" and self._provider == "anthropic"
         )
+        self.prompt_logprobs = prompt_logprobs
+        self.supports_logprobs = prompt_logprobs is not None
+        self.batch_size = max(1, max_concurrency)  # texts a scoring request holds
+        self._bos_token = bos_token
+        self._bos_id: int | None = None
+        self._dry_run = not require_credentials
         self._openai_client: Any = None
         self._litellm: Any = None
         self._direct: OpenAICompatibleClient | None = None
@@ -199,6 +231,8 @@ class LiteLLMBackend(BaseBackend):
         }
         if self.extra_params:
             self.identity["extra_params"] = json.dumps(self.extra_params, sort_keys=True)
+        if bos_token:
+            self.identity["bos_token"] = bos_token
 
     def _body(self, params: GenerationParams) -> dict[str, Any]:
         """The generation parameters as OpenAI's API names them."""
@@ -300,6 +334,51 @@ class LiteLLMBackend(BaseBackend):
         )
         return self._answered(response.choices[0].text or "", response)
 
+    def logprobs(self, text: str, context: str = "") -> list[float] | None:
+        return self.logprobs_batch([(context, text)])[0]
+
+    def logprobs_batch(self, items: list[tuple[str, str]]) -> list[list[float]]:
+        """Log-probability of every token of each text, read after its context (a model that
+        declares ``prompt_logprobs``). As in the transformers backend, context and text are
+        tokenized apart (by the server's tokenizer, the context with its special tokens and
+        after BOS) and the text's own tokens are scored; without BOS and without context the
+        text's first token has no prediction and is not scored. The strings are tokenized
+        concurrently, then every prompt goes in one completion request."""
+        if self._dry_run:
+            raise QueryError("not sent: a dry run sends no request")
+        client, served = self._scoring_client()
+        strings = {(c, True) for c, _ in items} | {(t, False) for _, t in items if t}
+        with ThreadPoolExecutor(max_workers=max(1, min(self.batch_size, len(strings)))) as pool:
+            found = pool.map(lambda s: client.tokenize(served, *s), strings)
+            ids = dict(zip(strings, found, strict=True))
+        bos = self._bos(client, served)
+        pairs = [(after_bos(ids[(c, True)], bos), ids[(t, False)] if t else []) for c, t in items]
+        asked = [context + text for context, text in pairs if text]
+        scored = client.prompt_logprobs(served, asked, str(self.prompt_logprobs)) if asked else []
+        values = iter(scored)
+        return [next(values)[max(len(context), 1) - 1 :] if text else [] for context, text in pairs]
+
+    def _scoring_client(self) -> tuple[OpenAICompatibleClient, str]:
+        """The direct client and the server's name of the completion model, which score text."""
+        served = self._direct_name(self.completion_model)
+        if not self.supports_logprobs or self._direct is None or served is None:
+            raise ProviderError(
+                f"Model '{self.name}' scores no text: its config declares no prompt_logprobs."
+            )
+        return self._direct, served
+
+    def _bos(self, client: OpenAICompatibleClient, served: str) -> int | None:
+        """The id of the configured ``bos_token`` (asked of the server once), or None."""
+        if self._bos_token and self._bos_id is None:
+            ids = client.tokenize(served, self._bos_token, False)
+            if len(ids) != 1:
+                raise ConfigError(
+                    f"Model '{self.name}' has bos_token '{self._bos_token}', which its server "
+                    f"reads as {len(ids)} tokens; give the text of its tokenizer's BOS token."
+                )
+            self._bos_id = ids[0]
+        return self._bos_id
+
     @staticmethod
     def credentials_problems(cfg: Mapping[str, Any]) -> list[str]:
         """What a ``backend: litellm`` model config needs from the environment and does not
@@ -329,6 +408,9 @@ class LiteLLMBackend(BaseBackend):
             stream=bool(cfg.get("stream", False)),
             drop_params=reasoning.active,
             prompt_caching=str(cfg.get("prompt_caching", "auto")),
+            prompt_logprobs=cfg.get("prompt_logprobs"),
+            bos_token=cfg.get("bos_token"),
+            max_concurrency=int(cfg.get("max_concurrency") or 1),
         )
 
     @property
@@ -415,6 +497,27 @@ class LiteLLMBackend(BaseBackend):
         if self._openai_client is not None:
             self._openai_client.close()
             self._openai_client = None
+
+
+def scoring_problem(name: str, shape: str, completion_model: str, transport: str) -> None:
+    """Stop a model that declares ``prompt_logprobs`` where its server cannot be asked for them:
+    an unknown reply shape, or plain completions that do not go straight to an
+    OpenAI-compatible server (``text-completion-openai/<served name>``, transport ``auto``)."""
+    if shape not in SCORING:
+        raise ConfigError(
+            f"Model '{name}' has prompt_logprobs '{shape}'; use {' or '.join(SCORING)}."
+        )
+    if transport != "auto" or completion_model.partition("/")[0] not in OPENAI_PROVIDERS:
+        raise ConfigError(
+            f"Model '{name}' declares prompt_logprobs, which are read from a self-hosted "
+            "OpenAI-compatible server directly: name its completion_model "
+            "text-completion-openai/<served name> and leave transport at auto."
+        )
+
+
+def after_bos(ids: list[int], bos: int | None) -> list[int]:
+    """A context's token ids after the BOS token, where there is one and they lack it."""
+    return ids if bos is None or ids[:1] == [bos] else [bos, *ids]
 
 
 def with_cached_prefix(messages: list[Message]) -> list[dict[str, Any]]:

@@ -1,8 +1,9 @@
 """Per-token log-probabilities of texts, read through the model's response cache.
 
 The log-probability tests (``test=min_k_prob``, ``test=row_order``) ask a model how likely a
-text is after a context. Only backends that run the weights themselves can answer
-(``transformers``, ``vllm``); for the others ``score_texts`` returns None and the test is
+text is after a context. Backends that run the weights themselves can answer (``llama_cpp``,
+``transformers``, ``vllm``), and a served model whose config declares ``prompt_logprobs``
+(``tabmem.llm.litellm_backend``); for the others ``score_texts`` returns None and the test is
 ``not_applicable``. Scores are cached like completions, under a key that holds the backend's
 identity, the context and the text, so a re-run asks nothing again.
 """
@@ -68,9 +69,12 @@ def has_logprobs(backend: Any) -> bool:
 def no_logprobs_reason(model: ScoringModel) -> str:
     """The sentence a test records when the model cannot score text."""
     provider = model.backend.identity.get("provider", "this")
+    served = ""
+    if provider == "litellm":
+        served = ", or declare prompt_logprobs in its config if a vLLM server serves it"
     return (
         f"model '{model.name}' ({provider} backend) gives no log-probabilities; run a "
-        "llama_cpp, transformers or vllm model (for instance model=smollm2-135m)"
+        f"llama_cpp, transformers or vllm model (for instance model=smollm2-135m){served}"
     )
 
 

@@ -11,6 +11,28 @@ query can succeed) and ``QueryError`` (this one request was refused).
 ``stream`` asks for the answer as server-sent events and reads them only until a stop rule
 says the score is settled; leaving the stream then closes the connection, which tells the
 server to stop generating. Usage is what the server reported in the events read (often none).
+
+``tokenize`` and ``prompt_logprobs`` score a prompt on a vLLM server (read in vLLM's
+``vllm/entrypoints/openai/completion/protocol.py`` and ``serving.py`` and
+``vllm/entrypoints/serve/tokenize/``): ``POST /tokenize`` (at the server's root, beside
+``/v1``) takes ``prompt`` and ``add_special_tokens`` and answers ``tokens``, the ids; ``POST
+/v1/completions`` takes a ``prompt`` of token ids, or a list of such prompts (one choice each,
+in order, ``index`` counting from 0). Two reply shapes carry the prompt's log-probabilities:
+
+- ``echo`` (OpenAI's legacy parameter, which vLLM keeps): with ``echo: true`` and ``logprobs:
+  k``, ``choices[i].logprobs`` holds ``tokens`` (each token's text), ``token_logprobs`` (one
+  per token: null for the prompt's first, which nothing predicts), ``top_logprobs`` (null,
+  then up to k + 1 ``{token text: logprob}``) and ``text_offset`` (where each token's text
+  starts in the echoed text); the prompt's tokens come first, then the generated ones;
+- ``vllm`` (vLLM's extra ``prompt_logprobs: k``): ``choices[i].prompt_logprobs`` is one entry
+  per prompt token, null for the first, else ``{token id (a string in JSON): {logprob, rank,
+  decoded_token}}`` holding the prompt's own token and the k most likely.
+
+Either way the prompt's tokens are the ids sent, so a text's log-probabilities are found by
+counting tokens; text offsets count the characters of tokens decoded one by one, which need not
+add up to the text (a character split across tokens). vLLM runs one generation step even for
+``max_tokens`` 0 with ``echo`` and needs ``max_tokens`` >= 1 without it, so one token is asked
+for in both shapes; it is not read.
 """
 
 from __future__ import annotations
@@ -30,6 +52,12 @@ RETRY_STATUS = (408, 409, 429)
 FATAL_STATUS = (401, 403, 404)
 STREAMED = {"stream": True, "stream_options": {"include_usage": True}}
 """What turns a request into a stream that ends with its token usage."""
+SCORING = {
+    "echo": {"echo": True, "logprobs": 1},
+    "vllm": {"prompt_logprobs": 1},
+}
+"""What a completion request adds to get its prompt's log-probabilities, by reply shape (k = 1:
+the prompt's own token comes with at most one other)."""
 POOL = httpx.Limits(max_connections=256, max_keepalive_connections=256)
 
 
@@ -57,6 +85,7 @@ class OpenAICompatibleClient:
         self._http = httpx.Client(
             base_url=api_base.rstrip("/") + "/", timeout=timeout, headers=headers, limits=POOL
         )
+        self._root = server_root(api_base)
 
     def chat(
         self, model: str, messages: list[dict[str, str]], body: dict[str, Any]
@@ -67,6 +96,24 @@ class OpenAICompatibleClient:
     def complete(self, model: str, prompt: str, body: dict[str, Any]) -> tuple[str, dict[str, int]]:
         reply = self._post("completions", {"model": model, "prompt": prompt, **body})
         return reply_text("complete", reply), reported_usage(reply.get("usage"))
+
+    def tokenize(self, model: str, text: str, special: bool) -> list[int]:
+        """``text``'s token ids by the server's tokenizer (vLLM's ``/tokenize``), with the special
+        tokens it adds to a prompt (BOS) where ``special``."""
+        body = {"model": model, "prompt": text, "add_special_tokens": special}
+        tokens = self._post(f"{self._root}/tokenize", body).get("tokens")
+        if not isinstance(tokens, list) or not all(_is_int(t) for t in tokens):
+            raise TransientProviderError("unreadable reply (no token ids)")
+        return tokens
+
+    def prompt_logprobs(
+        self, model: str, prompts: list[list[int]], shape: str
+    ) -> list[list[float]]:
+        """Per prompt (token ids), the log-probability of each of its tokens after the first,
+        from one completion request in reply shape ``shape`` (``SCORING``)."""
+        body = {"model": model, "prompt": prompts, "max_tokens": 1, "temperature": 0.0}
+        reply = self._post("completions", {**body, **SCORING[shape]})
+        return read_prompt_logprobs(reply, prompts, shape)
 
     def stream(self, path: str, body: dict[str, Any], rule: StopRule) -> tuple[str, dict[str, int]]:
         """POST ``body`` to ``path`` ("chat/completions" or "completions") as a stream; read
@@ -145,6 +192,69 @@ def reply_text(kind: str, reply: dict[str, Any]) -> str:
         return _text(choice.get("text"))
     message = choice.get("message") or {}
     return joined(_text(message.get("content")), _text(_thoughts(message)))
+
+
+def server_root(api_base: str) -> str:
+    """The server's root URL: ``api_base`` without its trailing ``/v1`` (vLLM serves
+    ``/tokenize`` there, beside the OpenAI routes)."""
+    return api_base.rstrip("/").removesuffix("/v1")
+
+
+def read_prompt_logprobs(
+    reply: dict[str, Any], prompts: list[list[int]], shape: str
+) -> list[list[float]]:
+    """Per prompt of a completion request, the log-probability of each of its tokens after the
+    first (its first has no prediction), read from the reply's choices in shape ``shape``
+    (``echo`` or ``vllm``; see the module's docstring). A reply that does not hold one number
+    per prompt token is unreadable (a transient error, as for any other unreadable reply)."""
+    choices = reply.get("choices")
+    if not isinstance(choices, list) or len(choices) != len(prompts):
+        raise TransientProviderError(
+            f"unreadable reply ({len(choices) if isinstance(choices, list) else 'no'} choices "
+            f"for {len(prompts)} prompts)"
+        )
+    if not all(isinstance(c, dict) for c in choices):
+        raise TransientProviderError("unreadable reply (a choice is not an object)")
+    ordered = sorted(choices, key=lambda c: c.get("index") if _is_int(c.get("index")) else 0)
+    read = _echoed if shape == "echo" else _listed
+    return [read(choice, ids) for choice, ids in zip(ordered, prompts, strict=True)]
+
+
+def _echoed(choice: dict[str, Any], ids: list[int]) -> list[float]:
+    """The prompt's log-probabilities from ``logprobs.token_logprobs`` of an echoed choice: its
+    first ``len(ids)`` entries are the prompt's (generated tokens follow)."""
+    logprobs = choice.get("logprobs")
+    values = logprobs.get("token_logprobs") if isinstance(logprobs, dict) else None
+    if not isinstance(values, list) or len(values) < len(ids):
+        raise TransientProviderError("unreadable reply (no log-probability for each prompt token)")
+    return [_logprob(v) for v in values[1 : len(ids)]]
+
+
+def _listed(choice: dict[str, Any], ids: list[int]) -> list[float]:
+    """The prompt's log-probabilities from vLLM's ``prompt_logprobs`` (one entry per prompt
+    token, keyed by token id): each position's entry for the prompt's own token."""
+    entries = choice.get("prompt_logprobs")
+    if not isinstance(entries, list) or len(entries) != len(ids):
+        raise TransientProviderError("unreadable reply (no prompt_logprobs for each prompt token)")
+    values = []
+    for token, entry in zip(ids[1:], entries[1:], strict=True):
+        found = entry.get(str(token)) if isinstance(entry, dict) else None
+        if not isinstance(found, dict):
+            raise TransientProviderError(
+                f"unreadable reply (prompt token {token} is not among its position's logprobs)"
+            )
+        values.append(_logprob(found.get("logprob")))
+    return values
+
+
+def _logprob(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TransientProviderError("unreadable reply (a log-probability is not a number)")
+    return float(value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def reported_usage(usage: Any) -> dict[str, int]:
