@@ -1,11 +1,13 @@
-"""The ``tabmem`` command: ``tabmem run | rescore | tables | calibration | lab | report | tests``.
+"""The ``tabmem`` command: ``tabmem run | rescore | tables | calibration | lab | report | bundle |
+tests``.
 
 Every subcommand runs in this process with its own ``--help``: ``run`` is the Hydra entry
 point (``tabmem.main``; overrides, ``-m`` for a grid), ``rescore`` scores recorded answers,
 ``tables`` writes the papers' tables and figures, ``calibration`` the calibration table,
-``lab`` runs the contamination lab, ``report`` writes the page of who memorized what, and
-``tests`` lists the tests. Outputs go to ``./outputs`` of the current folder unless
-told otherwise. The scripts in the repository's ``scripts/`` are shortcuts to these.
+``lab`` runs the contamination lab, ``report`` writes the page of who memorized what,
+``bundle`` a grid's reproducibility bundle, and ``tests`` lists the tests. Outputs go to
+``./outputs`` of the current folder unless told otherwise. The scripts in the repository's
+``scripts/`` are shortcuts to these.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ COMMANDS = {
     "calibration": "false- and true-positive rates per test from an MLflow store",
     "lab": "contamination lab: plant datasets in a small model, measure TPR/FPR",
     "report": "one HTML page: models × datasets, who memorized what, from an MLflow store",
+    "bundle": "a finished grid's answers, configs, seeds, data sha256 and verdicts, to recheck",
     "tests": "every test: what its evidence claims, its queries, what it needs of a model",
 }
 USAGE = f"usage: tabmem {{{','.join(COMMANDS)}}} [arguments …]"
@@ -230,6 +233,48 @@ def report(arguments: Sequence[str], prog: str = "tabmem report") -> int:
     return 0
 
 
+def bundle(arguments: Sequence[str], prog: str = "tabmem bundle") -> int:
+    """Write a reproducibility bundle of a finished grid, for a reviewer to recheck offline.
+
+    One folder: every finished cell run's resolved config, prompts and answers, seeds, the
+    data files' sha256, package versions and the verdict table (verdicts.md).
+    ``tabmem rescore BUNDLE``, in any folder, rescores the answers and says how many cells
+    reproduce their recorded verdict (docs/rescoring.md).
+    """
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=(bundle.__doc__ or "").split("\n\n")[0],
+        epilog="then: tabmem rescore <experiment>-bundle (exit 1 if a verdict or a data file "
+        "differs)",
+    )
+    parser.add_argument("experiment", help="the MLflow experiment of the grid (experiment=...)")
+    parser.add_argument("--tracking-uri", help=STORE_HELP)
+    parser.add_argument(
+        "--out", type=Path, help="the bundle's folder, new or empty (default: <experiment>-bundle)"
+    )
+    args = parser.parse_args(arguments)
+    from tabmem.errors import TabmemError
+    from tabmem.report.bundle import MANIFEST, TABLE, write_bundle
+
+    out = args.out or Path(f"{args.experiment}-bundle")
+    try:
+        manifest = write_bundle(_store(args.tracking_uri), args.experiment, out)
+    except TabmemError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    counts = [
+        (len(manifest.cells), "cell"),
+        (len(manifest.dataset_verdicts), "dataset verdict"),
+        (len(manifest.data), "data file"),
+    ]
+    said = [f"{n} {what}{'' if n == 1 else 's'}" for n, what in counts if n]
+    print(
+        f"Bundle of experiment '{args.experiment}': {', '.join(said[:-1])} and {said[-1]} in "
+        f"{out}/ ({MANIFEST}, {TABLE}). Check it anywhere: tabmem rescore {out}"
+    )
+    return 0
+
+
 def tests(arguments: Sequence[str], prog: str = "tabmem tests") -> int:
     """List every test: what its evidence claims, whether it joins the dataset verdict, what it
     needs of a model and how many queries it sends (the counts of conf/test/<test>.yaml).
@@ -270,6 +315,7 @@ SUBCOMMANDS: dict[str, Callable[[Sequence[str], str], int]] = {
     "calibration": calibration,
     "lab": lab,
     "report": report,
+    "bundle": bundle,
     "tests": tests,
 }
 

@@ -25,7 +25,8 @@ def test_help_lists_every_command(capsys):
     shown = capsys.readouterr().out
     for command in ("run", "rescore", "tables", "calibration", "lab"):
         assert f"  {command} " in shown
-    assert set(COMMANDS) == {"run", "rescore", "tables", "calibration", "lab", "report", "tests"}
+    expected = {"run", "rescore", "tables", "calibration", "lab", "report", "bundle", "tests"}
+    assert set(COMMANDS) == expected
 
 
 def test_no_command_or_an_unknown_one_is_a_usage_error(capsys):
@@ -34,7 +35,9 @@ def test_no_command_or_an_unknown_one_is_a_usage_error(capsys):
     assert "unknown command 'bogus'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", ["rescore", "tables", "calibration", "lab", "report", "tests"])
+@pytest.mark.parametrize(
+    "command", ["rescore", "tables", "calibration", "lab", "report", "bundle", "tests"]
+)
 def test_every_subcommand_names_itself_in_its_help(command, capsys):
     assert main([command, "--help"]) == 0
     assert capsys.readouterr().out.startswith(f"usage: tabmem {command} ")

@@ -2,11 +2,13 @@
 
     python -m tabmem.rescore FILE --dataset NAME --test TEST --model-name NAME [...]
     python -m tabmem.rescore --folder DIR [--data NAME=PATH ...] [...]
+    python -m tabmem.rescore BUNDLE [--data NAME=PATH ...]
 
 ``layouts`` reads a file into ``Recorded`` lines (a run's queries.json, the published CSV
 layouts of the papers' answers); ``core`` locates each line in the dataset and scores and
 decides as a live run does; ``run`` logs one file as an MLflow run; ``folder`` does so for a
-whole folder of published answers; ``marks`` sets the results beside the paper's own marks.
+whole folder of published answers; ``marks`` sets the results beside the paper's own marks;
+``bundle`` rescores a grid's reproducibility bundle (``tabmem bundle``) and compares verdicts.
 Lines that cannot be located are counted with their reasons, never scored.
 """
 

@@ -1,4 +1,5 @@
-"""``python -m tabmem.rescore``: one transcript file, or a whole folder of published answers."""
+"""``python -m tabmem.rescore``: one transcript file, a whole folder of published answers, or a
+grid's bundle (``tabmem bundle``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tabmem.errors import ConfigError, TabmemError
 from tabmem.rescore.folder import (
@@ -22,8 +23,7 @@ from tabmem.rescore.layouts import FORMATS
 
 if TYPE_CHECKING:
     from tabmem.report.dataset_verdicts import DatasetOutcome
-from tabmem.rescore.run import run_rescore
-from tabmem.suites import is_suite
+from tabmem.rescore.run import recorded_config, run_rescore
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
@@ -31,7 +31,13 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         prog=prog,
         description="Score recorded answers with a test's scoring and verdict; log MLflow runs.",
     )
-    parser.add_argument("file", type=Path, nargs="?", help="queries.json of a run, or a CSV")
+    parser.add_argument(
+        "file",
+        type=Path,
+        nargs="?",
+        help="queries.json of a run, a CSV, or a bundle folder (tabmem bundle): every cell "
+        "rescored, and how many reproduce their recorded verdict",
+    )
     parser.add_argument(
         "--folder", type=Path, help="a folder of published answers, <model>/<kind>/<file>.csv"
     )
@@ -122,36 +128,10 @@ def dataset_summary(verdicts: Sequence[DatasetOutcome]) -> str:
     return console.export_text()
 
 
-def _run_config(file: Path) -> dict[str, Any]:
-    """What the ``config.yaml`` beside a run's ``queries.json`` (both artifacts of one MLflow
-    run) says its cell was: dataset (a user's file by its path, and the name the run gave it),
-    test, model, transform, seed; {} without one. A suite's config names no single test."""
-    import yaml
-
-    from tabmem.data import dataset_specs
-
-    path = file.with_name("config.yaml")
-    cfg = yaml.safe_load(path.read_text()) if path.is_file() else None
-    if not isinstance(cfg, dict):
-        return {}
-    dataset, test = cfg.get("dataset") or {}, cfg.get("test") or {}
-    name, data_path = dataset.get("name"), dataset.get("path")
-    users_file = bool(data_path) and name not in dataset_specs()
-    return {
-        "--dataset": data_path if users_file else name,
-        "data_path": data_path,
-        "dataset_name": name if users_file else None,
-        "--test": None if is_suite(test) else test.get("name"),
-        "--model-name": (cfg.get("model") or {}).get("name"),
-        "transform": (cfg.get("transform") or {}).get("name"),
-        "seed": cfg.get("seed"),
-    }
-
-
 def _one_file(args: argparse.Namespace) -> str:
     """Rescore one file; what the flags leave out is read from a run's ``config.yaml`` beside
     it (flags at their defaults, ``--transform=original`` and ``--seed=0``, give way to it)."""
-    beside = _run_config(args.file) if args.file.suffix == ".json" else {}
+    beside = recorded_config(args.file) if args.file.suffix == ".json" else {}
     given = {"--dataset": args.dataset, "--test": args.test, "--model-name": args.model_name}
     needed = {flag: value or beside.get(flag) for flag, value in given.items()}
     missing = [flag for flag, value in needed.items() if not value]
@@ -189,12 +169,24 @@ def _one_file(args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "python -m tabmem.rescore") -> int:
-    """Rescore one transcript file or a folder of them; the exit status."""
+    """Rescore one transcript file, a folder of them or a bundle; the exit status (a bundle:
+    1 where a verdict or a data file differs from the bundle's)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     args = _parser(prog).parse_args(argv)
     try:
         if (args.file is None) == (args.folder is None):
             raise ConfigError("Give one transcript FILE or one --folder DIR.")
+        if args.file is not None and args.file.is_dir():
+            from tabmem.rescore.bundle import check_bundle
+
+            check = check_bundle(
+                args.file,
+                experiment=args.experiment,
+                outputs_dir=args.outputs_dir,
+                data_paths=data_paths(args.data),
+            )
+            print(check.said())
+            return 0 if check.reproduces else 1
         if args.folder is not None:
             outcomes = rescore_folder(
                 args.folder,

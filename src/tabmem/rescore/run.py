@@ -129,6 +129,34 @@ def run_rescore(
     return Rescored(result, located, run_id)
 
 
+def recorded_config(file: Path) -> dict[str, Any]:
+    """What the ``config.yaml`` beside a run's ``queries.json`` (both artifacts of one MLflow
+    run) says its cell was: dataset (a user's file by its path, and the name the run gave it),
+    test, model, transform, seed, and the whole config (``config``); {} without one. A suite's
+    config names no single test."""
+    import yaml
+
+    from tabmem.data import dataset_specs
+
+    path = file.with_name("config.yaml")
+    cfg = yaml.safe_load(path.read_text()) if path.is_file() else None
+    if not isinstance(cfg, dict):
+        return {}
+    dataset, test = cfg.get("dataset") or {}, cfg.get("test") or {}
+    name, data_path = dataset.get("name"), dataset.get("path")
+    users_file = bool(data_path) and name not in dataset_specs()
+    return {
+        "--dataset": data_path if users_file else name,
+        "data_path": data_path,
+        "dataset_name": name if users_file else None,
+        "--test": None if is_suite(test) else test.get("name"),
+        "--model-name": (cfg.get("model") or {}).get("name"),
+        "transform": (cfg.get("transform") or {}).get("name"),
+        "seed": cfg.get("seed"),
+        "config": cfg,
+    }
+
+
 def setting(text: str) -> tuple[str, Any]:
     """``key=value`` with the value read as YAML (numbers, lists, null)."""
     import yaml
