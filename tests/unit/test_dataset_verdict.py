@@ -262,3 +262,15 @@ def test_a_test_recorded_twice_enters_twice_under_a_name_mlflow_accepts():
     [(_, verdict)] = combine_outcomes(outcomes, RULE)
     assert [t.test for t in verdict.combined] == ["sample", "sample-2", "row_completion"]
     assert verdict.holm["sample-2"] == pytest.approx(0.06)
+
+
+def test_a_run_two_cells_name_enters_the_verdict_once():
+    # memorization and feature_completion in one grid: the second cell reports the suite
+    # member's finished run again; its p-value must not count twice.
+    outcomes = [
+        _outcome("feature_completion", p=0.003, run_id="same"),
+        _outcome("feature_completion", p=0.003, run_id="same"),
+        _outcome("row_completion", p=0.5),
+    ]
+    [(_, verdict)] = combine_outcomes(outcomes, RULE)
+    assert [t.test for t in verdict.combined] == ["feature_completion", "row_completion"]

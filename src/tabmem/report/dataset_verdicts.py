@@ -91,8 +91,12 @@ def combine_outcomes(
 ) -> list[tuple[CellOutcome, DatasetVerdict]]:
     """The dataset verdict of each model × file × transform × seed among ``outcomes`` that ran
     (or had run) at least ``MIN_TESTS`` tests of rows seen, with one of its outcomes to name
-    it. A single test is its own answer: its verdict stands alone."""
-    ran = [o for o in outcomes if o.run_id or o.status == "failed"]
+    it. A single test is its own answer: its verdict stands alone. A run enters once, however
+    many cells name it (a suite's member and the same test asked alone in one grid: the second
+    cell finds the first's run finished and reports it again)."""
+    ran = list(
+        {o.run_id or id(o): o for o in outcomes if o.run_id or o.status == "failed"}.values()
+    )
     if len({(o.group or _fallback_group(o), o.test) for o in ran}) <= len(
         {o.group or _fallback_group(o) for o in ran}
     ):  # one test per model × file at most: no verdict, and no need to import every test
