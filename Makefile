@@ -62,12 +62,13 @@ install: $(STAMP)
 demo: install-demo
 	$(TABMEM) run +grid=demo
 
-# The default suite plus the embedded-model demo test; make test-slow runs every slow test.
+# The default suite plus the embedded-model demo test, the notebook, Slurm and Ray, in two lanes
+# at once (scripts/test_lanes.sh); make test-slow runs every slow test.
+CI_SLOW := tests/slow/test_embedded_models.py tests/slow/test_python_api_notebook.py \
+	tests/slow/test_slurm_cluster.py tests/slow/test_ray_cluster.py
 test: install browser
 	$(PY) -m ruff check .
-	$(PY) -m pytest
-	$(PY) -m pytest -m slow tests/slow/test_embedded_models.py tests/slow/test_python_api_notebook.py \
-		tests/slow/test_slurm_cluster.py tests/slow/test_ray_cluster.py
+	scripts/test_lanes.sh $(PY) $(CI_SLOW)
 
 test-slow: install
 	$(PY) -m pytest -m slow
