@@ -129,6 +129,12 @@ class BaseBackend:
         return None
 
 
+def after_bos(ids: list[int], bos: int | None) -> list[int]:
+    """A scored context's token ids after the model's BOS token, where it has one and the ids
+    do not start with it: every backend that scores text reads a context the same way."""
+    return ids if bos is None or ids[:1] == [bos] else [bos, *ids]
+
+
 @runtime_checkable
 class LogprobBackend(Protocol):
     """A backend that can also score text (optional; the log-probability tests need it).

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tabmem.errors import ConfigError, ProviderError, TransientProviderError
-from tabmem.llm.base import BaseBackend, GenerationParams, Message, Request
+from tabmem.llm.base import BaseBackend, GenerationParams, Message, Request, after_bos
 from tabmem.llm.batch import AnthropicBatchClient, BatchClient, anthropic_params
 from tabmem.llm.endpoint import resolve_endpoint
 from tabmem.llm.litellm_logs import say_once
@@ -513,11 +513,6 @@ def scoring_problem(name: str, shape: str, completion_model: str, transport: str
             "OpenAI-compatible server directly: name its completion_model "
             "text-completion-openai/<served name> and leave transport at auto."
         )
-
-
-def after_bos(ids: list[int], bos: int | None) -> list[int]:
-    """A context's token ids after the BOS token, where there is one and they lack it."""
-    return ids if bos is None or ids[:1] == [bos] else [bos, *ids]
 
 
 def with_cached_prefix(messages: list[Message]) -> list[dict[str, Any]]:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tabmem.errors import ProviderError
-from tabmem.llm.base import BaseBackend, GenerationParams, Message
+from tabmem.llm.base import BaseBackend, GenerationParams, Message, after_bos
 from tabmem.llm.openai_http import reply_text
 from tabmem.llm.stopping import StopRule
 from tabmem.llm.weights import sha256_file
@@ -111,7 +111,9 @@ class LlamaCppBackend(BaseBackend):
         """A plain completion, sent as tokens after the model's BOS, as ``logprobs`` scores and
         the transformers backend asks: llama.cpp puts BOS before a text prompt only where the
         GGUF asks for it (SmolLM2's does not), and a model asked without it answers worse."""
-        return self._generate("complete", params, prompt=self._after_bos(self._token_ids(prompt)))
+        return self._generate(
+            "complete", params, prompt=after_bos(self._token_ids(prompt), self._bos)
+        )
 
     def _generate(self, kind: str, params: GenerationParams, **body: Any) -> str:
         """One generation, keeping its usage. With a stop rule the answer is streamed and the
@@ -179,7 +181,7 @@ class LlamaCppBackend(BaseBackend):
         return list(self._pool.map(lambda item: self._score(*item), items))
 
     def _score(self, context: str, text: str) -> list[float]:
-        prompt = self._after_bos(self._token_ids(context))
+        prompt = after_bos(self._token_ids(context), self._bos)
         forced = self._token_ids(text)
         if not prompt:
             prompt, forced = forced[:1], forced[1:]
@@ -232,12 +234,6 @@ class LlamaCppBackend(BaseBackend):
             return []
         body = {"content": text, "add_special": False, "parse_special": False}
         return [int(t) for t in self._post("/tokenize", body)["tokens"]]
-
-    def _after_bos(self, ids: list[int]) -> list[int]:
-        """``ids`` after the model's BOS token, where it has one and they do not start with it."""
-        if self._bos is None or ids[:1] == [self._bos]:
-            return ids
-        return [self._bos, *ids]
 
     @cached_property
     def _bos(self) -> int | None:

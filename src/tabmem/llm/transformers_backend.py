@@ -20,7 +20,7 @@ from queue import Empty, Queue
 from typing import TYPE_CHECKING, Any
 
 from tabmem.errors import ProviderError
-from tabmem.llm.base import GenerationParams, Message
+from tabmem.llm.base import GenerationParams, Message, after_bos
 from tabmem.llm.stopping import StopRule
 
 if TYPE_CHECKING:
@@ -560,9 +560,7 @@ class TransformersBackend:
         return out
 
     def _context_ids(self, context: str) -> list[int]:
-        ids = self._encode(context, True)
-        bos = self.tokenizer.bos_token_id
-        return ids if bos is None or ids[:1] == [bos] else [bos, *ids]
+        return after_bos(self._encode(context, True), self.tokenizer.bos_token_id)
 
     def count_tokens(self, text: str) -> int | None:
         return len(self._encode(text, False))
