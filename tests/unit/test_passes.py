@@ -19,8 +19,10 @@ from tabmem.battery.file_pass import (
 )
 from tabmem.battery.zlib_ratio import ZlibRatio
 from tabmem.data import Dataset, DatasetSpec
+from tabmem.errors import TransientProviderError
 from tabmem.llm.cache import ResponseCache
-from tabmem.llm.client import LanguageModel
+from tabmem.llm.client import LanguageModel, RetryPolicy
+from tabmem.llm.logprobs import ScoreRequest, score_texts
 from tabmem.llm.passes import PassRequest, score_passes
 
 TEXT = "x,y,label\n" + "".join(
@@ -307,3 +309,32 @@ def test_branches_run_in_groups_over_the_kept_keys(tiny, monkeypatch):
 def test_a_pass_longer_than_the_context_window_fails(tiny):
     with pytest.raises(ValueError, match="context window"):
         tiny.logprobs_pass([PassRequest(("x" * 300,), (0,))])
+
+
+class Overloaded(Causal):
+    """A served scorer that answers 503 ``busy`` times before it scores."""
+
+    def __init__(self, busy):
+        super().__init__(passes=False)
+        self.busy = busy
+
+    def logprobs(self, text, context=""):
+        if self.busy:
+            self.busy -= 1
+            raise TransientProviderError("server said 503")
+        return super().logprobs(text, context)
+
+
+@pytest.mark.parametrize(("busy", "scored"), [(2, True), (9, False)])
+def test_a_transient_scoring_failure_is_tried_again_until_retries_run_out(busy, scored):
+    backend = Overloaded(busy)
+    model = LanguageModel(
+        backend, "m", prompt_form="completion", show_progress=False, retry=RetryPolicy(4, 0.0)
+    )
+    [answer] = score_texts(model, [ScoreRequest("k1", "1.7,")], "rows")
+    assert (answer.error is None) == scored
+    assert model.stats.retries == min(busy, 4)
+    if scored:
+        assert answer.logprobs == Causal().logprobs("k1", "1.7,")
+    else:
+        assert "503" in answer.error

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+from tabmem.errors import TransientProviderError
 from tabmem.llm.base import LOGPROBS, capabilities_of
 from tabmem.llm.cache import ResponseCache
 
@@ -174,16 +176,17 @@ def in_batches(
     """``todo`` in batches of the backend's ``batch_size``, under a progress bar: each batch's
     (context, text) pairs sent to ``fetch`` (counted as model calls), its values handed to
     ``accept``; a batch ``fetch`` fails answers each of its requests with ``failed(error)``
-    (counted as failures), so scoring never raises for the backend."""
+    (counted as failures), so scoring never raises for the backend. A transient failure (a
+    served model's 429 or 5xx) is tried again as a completion is, under the model's
+    ``retry`` policy where it has one."""
     size = max(1, int(getattr(model.backend, "batch_size", DEFAULT_BATCH)))
     found: dict[str, Answered] = {}
     with scoring_progress(model) as progress:
         task = progress.add_task(f"{model.name}: {description}", total=len(todo))
         for start in range(0, len(todo), size):
             chunk = todo[start : start + size]
-            model.stats.add(model_calls=len(chunk))
             try:
-                values = fetch([(r.context, r.text) for _, r in chunk])
+                values = _fetched(model, fetch, [(r.context, r.text) for _, r in chunk])
             except Exception as exc:
                 model.stats.add(failures=len(chunk))
                 error = f"{type(exc).__name__}: {exc}"
@@ -192,3 +195,24 @@ def in_batches(
                 found.update(accept(chunk, values))
             progress.advance(task, len(chunk))
     return found
+
+
+def _fetched(
+    model: ScoringModel,
+    fetch: Callable[[list[tuple[str, str]]], Sequence[Any]],
+    pairs: list[tuple[str, str]],
+) -> Sequence[Any]:
+    """``fetch(pairs)``, each try counted as model calls, a transient failure tried again
+    after the backoff of the model's retry policy until it has none left."""
+    policy = getattr(model, "retry", None)
+    attempt = 0
+    while True:
+        model.stats.add(model_calls=len(pairs))
+        try:
+            return fetch(pairs)
+        except TransientProviderError as exc:
+            if policy is None or attempt >= policy.max_retries:
+                raise
+            model.stats.add(retries=len(pairs))
+            time.sleep(policy.delay(attempt, exc.retry_after))
+            attempt += 1
