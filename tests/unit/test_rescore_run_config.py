@@ -58,6 +58,17 @@ def test_flags_still_win_over_the_config(tmp_path: Path, calls) -> None:
     assert _rescore(str(queries), "--test=first_token", "--seed=5") == 0
     _, test, _, options = calls[0]
     assert test == "first_token" and options["seed"] == 5
+    assert options["settings"] == []  # row_completion's settings are not first_token's
+
+
+def test_the_tests_recorded_settings_are_rescored_with_and_set_overrides_them(
+    tmp_path: Path, calls
+) -> None:
+    queries = _run_folder(tmp_path, test={"name": "row_completion", "alpha": 0.05, "k": None})
+    assert _rescore(str(queries), "--set", "alpha=0.01") == 0
+    settings = calls[0][3]["settings"]
+    assert set(settings[:-1]) == {'name="row_completion"', "alpha=0.05"}  # k: chosen at run time
+    assert settings[-1] == "alpha=0.01"  # the later setting wins
 
 
 def test_a_users_file_is_found_by_its_path(tmp_path: Path, calls) -> None:

@@ -10,7 +10,6 @@ are counted, not rescored.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from tabmem.report.bundle import (
     file_sha256,
     package_versions,
 )
-from tabmem.rescore.run import recorded_config, run_rescore
+from tabmem.rescore.run import recorded_config, recorded_settings, run_rescore
 
 
 @dataclass(frozen=True)
@@ -187,11 +186,6 @@ def _check_cell(
         return CellCheck(cell, None, skipped=f"{cell.test} cannot score recorded answers yet")
     recorded_path = beside.get("data_path")
     path = paths.get(cell.dataset) or (Path(recorded_path) if recorded_path else None)
-    settings = [
-        f"{k}={json.dumps(v)}"
-        for k, v in _test_settings(beside["config"]["test"], cell.test).items()
-        if v is not None  # null: chosen at run time (feature completion's feature)
-    ]
     try:
         done = run_rescore(
             queries,
@@ -203,7 +197,7 @@ def _check_cell(
             seed=int(beside.get("seed") or 0),
             experiment=experiment,
             outputs_dir=outputs_dir,
-            settings=settings,
+            settings=recorded_settings(beside, cell.test),
             data_path=path,
             dataset_name=beside["dataset_name"],
             quiet=True,
@@ -212,17 +206,6 @@ def _check_cell(
         return CellCheck(cell, None, error=str(exc))
     result = done.result
     return CellCheck(cell, result.verdict.value, result.p_value, done.run_id or "")
-
-
-def _test_settings(recorded: Mapping[str, Any], test: str) -> dict[str, Any]:
-    """The settings ``test`` ran with, from the ``test`` section of its run's config: that
-    section, or a suite's section for its member ``test``."""
-    from omegaconf import OmegaConf
-
-    from tabmem.suites import is_suite, member_config
-
-    section = member_config(recorded, test) if is_suite(recorded) else recorded
-    return OmegaConf.to_container(OmegaConf.create(section), resolve=True)  # type: ignore[return-value]
 
 
 def _dataset_checks(

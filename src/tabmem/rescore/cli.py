@@ -23,7 +23,7 @@ from tabmem.rescore.layouts import FORMATS
 
 if TYPE_CHECKING:
     from tabmem.report.dataset_verdicts import DatasetOutcome
-from tabmem.rescore.run import recorded_config, run_rescore
+from tabmem.rescore.run import recorded_config, recorded_settings, run_rescore
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
@@ -130,7 +130,8 @@ def dataset_summary(verdicts: Sequence[DatasetOutcome]) -> str:
 
 def _one_file(args: argparse.Namespace) -> str:
     """Rescore one file; what the flags leave out is read from a run's ``config.yaml`` beside
-    it (flags at their defaults, ``--transform=original`` and ``--seed=0``, give way to it)."""
+    it (flags at their defaults, ``--transform=original`` and ``--seed=0``, give way to it), the
+    test's recorded settings among it (``--set`` overrides them)."""
     beside = recorded_config(args.file) if args.file.suffix == ".json" else {}
     given = {"--dataset": args.dataset, "--test": args.test, "--model-name": args.model_name}
     needed = {flag: value or beside.get(flag) for flag, value in given.items()}
@@ -154,7 +155,7 @@ def _one_file(args: argparse.Namespace) -> str:
         seed=int(seed or 0),
         experiment=args.experiment,
         outputs_dir=args.outputs_dir,
-        settings=args.set,
+        settings=[*recorded_settings(beside, str(needed["--test"])), *args.set],
         ignore=args.ignore_column,
         data_path=paths.get(str(needed["--dataset"])),
         dataset_name=None if args.dataset else beside.get("dataset_name"),

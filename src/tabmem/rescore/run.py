@@ -157,6 +157,27 @@ def recorded_config(file: Path) -> dict[str, Any]:
     }
 
 
+def recorded_settings(beside: dict[str, Any], test: str) -> list[str]:
+    """The settings ``test`` ran with, as ``--set`` takes them, from the run's config that
+    ``recorded_config`` read (a suite's section for its member ``test``); a null is left out
+    (chosen at run time from the answers, as feature completion's feature)."""
+    import json
+
+    from omegaconf import OmegaConf
+
+    from tabmem.suites import member_config
+
+    recorded = (beside.get("config") or {}).get("test") or {}
+    if is_suite(recorded):
+        section = member_config(recorded, test)
+    else:
+        section = recorded if recorded.get("name") == test else None
+    if not section:
+        return []
+    values = OmegaConf.to_container(OmegaConf.create(section), resolve=True)
+    return [f"{k}={json.dumps(v)}" for k, v in values.items() if v is not None]  # type: ignore[union-attr]
+
+
 def setting(text: str) -> tuple[str, Any]:
     """``key=value`` with the value read as YAML (numbers, lists, null)."""
     import yaml
