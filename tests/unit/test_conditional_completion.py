@@ -80,3 +80,13 @@ def test_a_questions_data_only_answers_are_worked_out_once_for_all_models():
     assert len(asked) == 1
     assert first.greedy.startswith(f"T{rows[7][0][1]}-")  # a town of the shown region
     assert first.greedy_valid and 0 < first.marginal_chance < 0.35
+
+
+def test_the_figure_takes_a_rate_a_rounding_error_past_its_interval():
+    # a baseline's mean chance of 1 + 1e-15 beside its interval capped at 1 stopped a
+    # calibration run (matplotlib refuses a negative error bar)
+    from tabmem.battery.conditional_completion import FeatureRates, rates_figure
+
+    rates = [FeatureRates("age", 1, 20, 20, 1.0, 0.83, 1.0, 1.0 + 1e-15, 1.0, 1.0, 0.9, 0.5)]
+    figure = rates_figure(rates, "wine")
+    assert len(figure.axes[0].containers) == 2  # both bars drawn

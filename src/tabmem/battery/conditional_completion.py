@@ -246,7 +246,9 @@ def rates_figure(rates: list[FeatureRates], title: str) -> Figure:
         ),
     ]:
         mid_a = np.array(mid)
-        errors = np.vstack([mid_a - np.array(low), np.array(high) - mid_a])
+        # a rate at an interval's end can lie past it by a rounding error (a baseline of
+        # 1 + 1e-15 against its bound of 1): no bar is drawn below zero length
+        errors = np.clip(np.vstack([mid_a - np.array(low), np.array(high) - mid_a]), 0.0, None)
         ax.errorbar(x + offset, mid_a, yerr=errors, fmt="o", capsize=3, label=label)
     ax.set_xticks(x, [r.feature for r in rates], rotation=60, ha="right", fontsize=8)
     ax.set_ylim(-0.02, 1.02)
