@@ -462,3 +462,23 @@ def test_two_workers_give_the_cells_one_worker_gives(smoke, tmp_path) -> None:
     assert two.jobs == outcome.jobs
     key = lambda row: tuple(str(row[k]) for k in sorted(row))  # noqa: E731
     assert sorted(map(key, two.cells)) == sorted(map(key, outcome.cells))
+
+
+def test_a_cell_that_raises_stops_the_run_with_where_its_finished_cells_are(
+    tmp_path, monkeypatch
+) -> None:
+    size = replace(SIZES["smoke"], negatives=("oracle-null",), power_seeds=0)
+    calls = []
+
+    def second_fails(world, job):
+        calls.append(job)
+        if len(calls) == 2:
+            raise ValueError("'yerr' must not contain negative values")
+        return run_job(world, job)
+
+    monkeypatch.setattr(run, "run_job", second_fails)
+    with pytest.raises(RuntimeError, match=r"a cell failed \(ValueError: 'yerr'") as error:
+        calibrate(size, tmp_path, workers=1, console=Console(record=True))
+    assert "--from-cells" in str(error.value)
+    kept = (tmp_path / run.PARTIAL_CELLS).read_text().splitlines()
+    assert len(kept) > 1  # the header and the first job's cells

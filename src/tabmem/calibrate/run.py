@@ -515,11 +515,15 @@ def calibrate(
             log.total += total
             try:
                 done, started_jobs = run_jobs(world, jobs, workers, advance, deadline, pool)
-            except BrokenProcessPool as error:
+            except Exception as error:  # a worker died, or a cell raised: keep what finished
+                why = (
+                    "a worker process died (killed for memory?)"
+                    if isinstance(error, BrokenProcessPool)
+                    else f"a cell failed ({type(error).__name__}: {error})"
+                )
                 raise RuntimeError(
-                    f"a worker process died (killed for memory?); the cells of the jobs that "
-                    f"finished are in {partial}: tabulate them with --from-cells, and run the "
-                    "seeds they lack with --first-seed"
+                    f"{why}; the cells of the jobs that finished are in {partial}: tabulate "
+                    "them with --from-cells, and run the seeds they lack with --first-seed"
                 ) from error
             cells += done
             ran += started_jobs
