@@ -71,7 +71,7 @@ def chat_body(prompt: str, **params: Any) -> dict[str, Any]:
     return {"model": "oracle-memorizer", "messages": messages, **params}
 
 
-def test_models_lists_the_nine_oracles(server: OracleServer) -> None:
+def test_models_lists_the_ten_oracles(server: OracleServer) -> None:
     status, body = call(server, "/models")
     assert status == 200
     assert [m["id"] for m in body["data"]] == [
@@ -84,6 +84,7 @@ def test_models_lists_the_nine_oracles(server: OracleServer) -> None:
         "oracle-moments",
         "oracle-mixture",
         "oracle-boosted",
+        "oracle-scorer",
     ]
 
 

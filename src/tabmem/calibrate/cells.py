@@ -30,7 +30,7 @@ from tabmem.battery.base import TestContext, claiming, inapplicable_reason, regi
 from tabmem.battery.lifecycle import Lifecycle
 from tabmem.data import Dataset, load_dataset
 from tabmem.data.transforms import apply_transform
-from tabmem.llm.base import BaseBackend, GenerationParams, Message
+from tabmem.llm.base import GENERATE, BaseBackend, GenerationParams, Message, capabilities_of
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.oracle import ORACLES, Oracle, last_user_text, load_available_datasets
 from tabmem.llm.oracle.catalog import at_spread, split_spread, spread_oracle
@@ -68,12 +68,32 @@ class OracleObjectBackend(BaseBackend):
     without the server (no prompt caching report, no thinking variants), and no CSV row
     drafted past where the request's stop rule settles it. An answer depends on nothing but
     what the oracle is handed (text, budget, stops, seed, temperature, chat, stop rule), so
-    each is computed once and kept for the backend's life (one job)."""
+    each is computed once and kept for the backend's life (one job).
+
+    It scores text (and gives the moments) where its oracle does (``oracle-scorer``); the
+    class itself declares text only, which is what the tables say of the oracles that
+    answer in text (``calibrate.run.inapplicable_reasons``)."""
+
+    capabilities: frozenset[str] = frozenset({GENERATE})
 
     def __init__(self, oracle: Oracle, model_id: str) -> None:
         self.oracle = oracle
         self.identity = {"provider": "oracle-in-process", "model": model_id}
+        self.capabilities = capabilities_of(oracle)
         self._answers: dict[tuple[Any, ...], str] = {}
+
+    def logprobs(self, text: str, context: str = "") -> list[float] | None:
+        """The oracle's log-probability of each token of ``text`` after ``context`` (None
+        from an oracle that scores no text)."""
+        score = getattr(self.oracle, "logprobs", None)
+        return score(text, context) if callable(score) else None
+
+    def logprob_moments_batch(
+        self, items: list[tuple[str, str]]
+    ) -> list[list[tuple[float, float, float]]]:
+        """The oracle's (log-probability, mean, sd) per token of each (context, text) pair;
+        only called where ``capabilities`` has ``token_moments``."""
+        return self.oracle.logprob_moments_batch(items)  # type: ignore[attr-defined]
 
     def chat(self, messages: list[Message], params: GenerationParams) -> str:
         prompt = last_user_text(messages)

@@ -1,5 +1,6 @@
 """Every oracle by the model name the server answers to, and the names of the adversary
-panel's families at a spread (``oracle-moments-t0.25``)."""
+panel's families at a spread (``oracle-moments-t0.25``). ``oracle-scorer`` also scores text
+(``tabmem.llm.oracle.scorer``): in process only, the server answers it in text."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from tabmem.llm.oracle.forest import ForestOracle
 from tabmem.llm.oracle.learner import LearnerOracle
 from tabmem.llm.oracle.models import MarginalOracle, MemorizerOracle, NullOracle, Oracle
 from tabmem.llm.oracle.panel import BoostedOracle, MixtureOracle, MomentsOracle, PanelOracle
+from tabmem.llm.oracle.scorer import ScorerOracle
 
 ORACLES: Mapping[str, type[Oracle]] = {
     cls.model_name: cls
@@ -25,6 +27,7 @@ ORACLES: Mapping[str, type[Oracle]] = {
         MomentsOracle,
         MixtureOracle,
         BoostedOracle,
+        ScorerOracle,
     )
 }
 """The oracle classes by the model name the server answers to."""
