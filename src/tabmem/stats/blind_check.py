@@ -205,7 +205,8 @@ def evidence_rule(statistic: str, alpha: float, min_margin: float) -> str:
     return (
         f"share of untied pairs where the real row's {statistic} beats the other row's at "
         f"least {min_margin:g} above the baseline (the rate at which the best data-only rule "
-        "(the values' frequencies, nearest neighbours, the Gaussian copula, each without the "
-        "real row; a coin flip where higher) prefers the real row on the same pairs), with an "
+        "(the values' frequencies, nearest neighbours, gradient-boosted models of each column, "
+        "the Gaussian copula, each without the real row; a coin flip where higher) prefers the "
+        "real row on the same pairs), with an "
         f"exact binomial p < {alpha:g}"
     )
