@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import itertools
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -49,6 +52,7 @@ class Browser:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            start_new_session=True,  # its helper processes share its group: closed together
         )
         self._ids = itertools.count(1)
         self._loop = asyncio.new_event_loop()
@@ -198,4 +202,8 @@ class Browser:
                 self._process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self._process.kill()
+            # helper processes outliving the browser still wrote to the profile as it was
+            # removed ("Directory not empty: 'Default'"): none is left to write
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._process.pid, signal.SIGKILL)
             self._profile.cleanup()
