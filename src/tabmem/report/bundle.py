@@ -16,7 +16,6 @@ answers again, offline, and says which verdicts it reproduces.
 from __future__ import annotations
 
 import json
-import math
 import platform
 import re
 from collections.abc import Mapping
@@ -31,7 +30,8 @@ import yaml
 from tabmem.data.provenance import measure
 from tabmem.data.registry import resolve_path, spec_from_config
 from tabmem.errors import ConfigError
-from tabmem.report.dataset_verdicts import DATASET_TEST
+from tabmem.report.cell_text import number
+from tabmem.report.dataset_verdicts import DATASET_TEST, combined_runs
 from tabmem.report.paper_runs import TEMPERATURE
 from tabmem.tracking.runs import all_runs, latest_finished
 
@@ -191,7 +191,7 @@ def write_bundle(tracking_uri: str, experiment: str, out: Path) -> Manifest:
 
     client = MlflowClient(tracking_uri=tracking_uri)
     recorded, data = [], {}
-    for run in cells.sort_values(["model", "dataset", "test", "transform"]).to_dict("records"):
+    for _, run in cells.sort_values(["model", "dataset", "test", "transform"]).iterrows():
         folder = Path(CELLS) / run["run_id"]
         present = {a.path for a in client.list_artifacts(run["run_id"])}
         if "config.yaml" not in present:
@@ -217,9 +217,9 @@ def write_bundle(tracking_uri: str, experiment: str, out: Path) -> Manifest:
                 transform=run["transform"],
                 seed=int(config.get("seed") or 0),
                 verdict=run["verdict"],
-                p_value=_number(run.get("metric.p_value")),
-                n_hits=_count(run.get("metric.n_hits")),
-                n_queries=_count(run.get("metric.n_queries")),
+                p_value=number(run, "p_value"),
+                n_hits=_count(run, "n_hits"),
+                n_queries=_count(run, "n_queries"),
             )
         )
     manifest = Manifest(
@@ -241,13 +241,9 @@ def _dataset_verdicts(finished: pd.DataFrame, client: MlflowClient) -> list[Bund
     ``test.<label>.run_id`` tags)."""
     rows = finished[finished["test"] == DATASET_TEST] if not finished.empty else finished
     found = []
-    for row in rows.sort_values(["model", "dataset", "transform"]).to_dict("records"):
-        tags = client.get_run(row["run_id"]).data.tags
-        tests = {
-            key.removeprefix("test.").removesuffix(".run_id"): value
-            for key, value in sorted(tags.items())
-            if key.startswith("test.") and key.endswith(".run_id")
-        }
+    for _, row in rows.sort_values(["model", "dataset", "transform"]).iterrows():
+        combined = combined_runs(client.get_run(row["run_id"]).data.tags)
+        tests = {test: run_id for test, run_id in combined.items() if run_id}
         found.append(
             BundleDatasetVerdict(
                 model=row["model"],
@@ -255,7 +251,7 @@ def _dataset_verdicts(finished: pd.DataFrame, client: MlflowClient) -> list[Bund
                 transform=row["transform"],
                 seed=int(float(row.get("param.seed") or 0)),
                 verdict=row["verdict"],
-                p_value=_number(row.get("metric.p_value")),
+                p_value=number(row, "p_value"),
                 tests=tests,
                 run_id=row["run_id"],
             )
@@ -263,18 +259,9 @@ def _dataset_verdicts(finished: pd.DataFrame, client: MlflowClient) -> list[Bund
     return found
 
 
-def _present(value: object) -> bool:
-    return value is not None and not (isinstance(value, float) and math.isnan(value))
-
-
-def _number(value: object) -> float | None:
-    """A metric of the runs' frame as a float; None where the run has none (NaN)."""
-    return float(value) if _present(value) else None  # type: ignore[arg-type]
-
-
-def _count(value: object) -> int | None:
-    number = _number(value)
-    return None if number is None else int(number)
+def _count(run: pd.Series, name: str) -> int | None:
+    value = number(run, name)
+    return None if value is None else int(value)
 
 
 def _figure(value: float | None) -> str:

@@ -167,6 +167,13 @@ def logged(
     return found
 
 
+def combined_runs(tags: Mapping[str, str]) -> dict[str, str]:
+    """The tests a dataset verdict's run combined (by their labels there, in order) and the
+    run each read ("" for a test that failed), from the tags ``log_dataset_verdict`` writes."""
+    combined = filter(None, tags.get("combined_tests", "").split(","))
+    return {test: tags.get(f"test.{test}.run_id", "") for test in combined}
+
+
 def log_dataset_verdict(
     store: TrackingStore, outcome: DatasetOutcome, group: str, rule: DatasetRule
 ) -> None:

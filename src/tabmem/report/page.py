@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from tabmem.report.cell_text import MARKS, hits, number, tag
-from tabmem.report.dataset_verdicts import DATASET_TEST, SCOPE_TAG
+from tabmem.report.dataset_verdicts import DATASET_TEST, SCOPE_TAG, combined_runs
 from tabmem.report.paper_runs import paper_datasets
 from tabmem.results import Verdict
 from tabmem.stats.combine import DatasetRule, benjamini_hochberg, grid_q_sentence
@@ -354,8 +354,8 @@ def _verdict_title(
         f"combined p = {_p(number(run, 'p_value'))}, grid q = {_p(q)}, "
         f"carried by {tags.get('carried_by', '').replace(',', ', ') or 'no single test'}",
     ]
-    for test in filter(None, tags.get("combined_tests", "").split(",")):
-        member = by_id.get(tags.get(f"test.{test}.run_id", ""))
+    for test, run_id in combined_runs(tags).items():
+        member = by_id.get(run_id)
         verdict = tags.get(f"test.{test}.verdict", "")
         entered = number(run, f"entered_p.{test}")
         raised = entered is not None and entered != number(run, f"p_value.{test}")
@@ -383,8 +383,8 @@ def _verdict_numbers(
     raised it)."""
     carried = tags.get("carried_by", "").replace(",", ", ") or "no single test"
     members = []
-    for test in filter(None, tags.get("combined_tests", "").split(",")):
-        member = by_id.get(tags.get(f"test.{test}.run_id", ""))
+    for test, run_id in combined_runs(tags).items():
+        member = by_id.get(run_id)
         verdict = tags.get(f"test.{test}.verdict", "")
         text = f"{MARKS.get(verdict) or STATE_MARKS.get(verdict, '?')} {test}"
         if member is not None:
