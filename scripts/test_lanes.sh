@@ -8,7 +8,7 @@
 set -uo pipefail
 py=$1
 shift
-log=$(mktemp -t tabmem-unit-lane.XXXXXX)
+log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
 start=$SECONDS
