@@ -96,7 +96,7 @@ def rules_at_chance(monkeypatch):
     """The blind check's rules at a coin flip on every pair (as they are, near enough, on this
     file): the tests below are about the learned score, not the rules (seconds, not minutes)."""
 
-    def chance(dataset, pairs):
+    def chance(dataset, pairs, statistic=None):
         return {row: {"nearest neighbours": 0.5, "mode": 0.5, "chance": 0.5} for row, _, _ in pairs}
 
     monkeypatch.setattr(twin_pairs, "pair_chances", chance)

@@ -235,7 +235,7 @@ def test_min_k_prob_a_model_no_better_than_a_data_only_rule_gets_no_evidence(mon
         def logprobs(self, text, context=""):
             return [-0.1 if text in liked else -2.0 if text in data.rows else -1.0] * len(text)
 
-    def rule(dataset, pairs):
+    def rule(dataset, pairs, statistic=None):
         return {
             row: {"nearest neighbours": float(real in liked), "chance": 0.5}
             for row, real, _ in pairs

@@ -184,7 +184,7 @@ def test_a_model_that_knows_what_the_twin_misses_but_read_no_row_gets_no_evidenc
     assert result.verdict != Verdict.EVIDENCE, result.reason
     assert result.metrics["win_rate"] >= 0.8 and result.metrics["sign_flip_p_value"] < 0.01
     assert result.baseline == result.metrics["data_only_rate"] >= 0.8
-    assert result.info["baseline_set_by"] == "nearest neighbours"
+    assert result.info["baseline_set_by"].startswith("nearest neighbours")
     assert EXPLAINED in result.reason
 
 

@@ -17,7 +17,8 @@ from tabmem.jobs import test_plan as plan_of
 from tabmem.llm.base import GENERATE, LOGPROBS, TOKEN_MOMENTS, capabilities_of
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.oracle import ORACLES, ForestOracle, forest
-from tabmem.llm.oracle.scorer import ScorerOracle, column_width
+from tabmem.llm.oracle.scorer import ScorerOracle
+from tabmem.stats.formats import column_width
 
 PLACE = 100
 """The row scored: ``rows`` puts there a line whose every value recurs before it."""

@@ -34,7 +34,8 @@ from tabmem.battery.twin_pairs import (
 )
 from tabmem.llm.moments import has_moments, no_moments_reason
 from tabmem.results import QueryRecord, TestResult
-from tabmem.stats.likelihood import min_k_plus_plus_score
+from tabmem.stats.best_of import FieldStatistic
+from tabmem.stats.likelihood import Triple, min_k_plus_plus_score
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,13 @@ class MinKPlusPlus(TwinPairTest[TwinFacts]):
 
     def plan(self, ctx: TestContext) -> tuple[list[TwinPair], TwinFacts] | TestResult:
         return self.pairs(ctx)
+
+    def field_statistic(self, params: MinKPlusPlusSettings) -> FieldStatistic:
+        def score(triples: Sequence[Triple], text: str) -> float:
+            logs, means, sds = zip(*triples, strict=True)
+            return min_k_plus_plus_score(logs, means, sds, params.k_percent)
+
+        return FieldStatistic(self.statistic, score)
 
     def run_planned(
         self, ctx: TestContext, queries: list[TwinPair], facts: TwinFacts

@@ -63,6 +63,7 @@ from tabmem.data import Dataset
 from tabmem.llm.logprobs import ScoreResponse
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.auc import auc
+from tabmem.stats.best_of import FieldStatistic
 from tabmem.stats.blind_check import BlindCheck, evidence_rule, pair_chances
 from tabmem.stats.contrast import ContrastTable
 from tabmem.stats.independence import RowOrder, row_order_check
@@ -243,7 +244,13 @@ class MinKProb(ScoringTest[RowPair, PairFacts]):
                 f"values vary and a donor that brings other values); the test needs {min_pairs}",
                 info={"pairs_dropped": sample.dropped},
             )
-        chances = pair_chances(ctx.dataset, [(q.row, q.real, q.contrast) for q in sample.pairs])
+        k = p.k_percent
+        statistic = FieldStatistic(
+            "Min-K% Prob", lambda triples, _text: min_k_score([t[0] for t in triples], k)
+        )
+        chances = pair_chances(
+            ctx.dataset, [(q.row, q.real, q.contrast) for q in sample.pairs], statistic
+        )
         tried = len(sample.pairs) + sample.dropped
         rows = rows_sentence(tried, len(ctx.dataset.rows), p.n_rows)
         return sample.pairs, PairFacts(p.k_percent, sample.dropped, order, chances, rows)

@@ -48,6 +48,7 @@ from tabmem.data.twin import twin_of
 from tabmem.errors import DatasetError
 from tabmem.llm.logprobs import ScoreResponse
 from tabmem.results import QueryRecord, TestResult
+from tabmem.stats.best_of import FieldStatistic
 from tabmem.stats.blind_check import BlindCheck, evidence_rule, pair_chances
 from tabmem.stats.contrast import ContrastTable
 from tabmem.stats.likelihood import paired_shift_test
@@ -212,12 +213,20 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
                 self.name, f"the file has {len(pairs)} rows; the test needs {p.min_pairs} pairs"
             )
         record = twin.spec.extra["twin"]
-        chances = pair_chances(ctx.dataset, [(q.row, q.real, q.twin) for q in pairs])
+        chances = pair_chances(
+            ctx.dataset, [(q.row, q.real, q.twin) for q in pairs], self.field_statistic(p)
+        )
         rows = rows_sentence(len(pairs), len(ctx.dataset.rows), p.n_rows)
         facts = TwinFacts(
             str(record["sha256"]), int(record["rows"]), context, order_p, chances, header_only, rows
         )
         return pairs, facts
+
+    def field_statistic(self, params: Any) -> FieldStatistic | None:
+        """The test's score of a row from per-field log-probabilities, for the blind check's
+        boosted rule (``tabmem.stats.blind_check``); None where the test has none of its own
+        beyond the row's likelihood."""
+        return None
 
     def word(self, ctx: TestContext, queries: Sequence[TwinPair], facts: F) -> Worded[TwinPair]:
         """One read of the file for all pairs; each pair's request is its row in it."""

@@ -33,7 +33,8 @@ from tabmem.battery.twin_pairs import (
     pair_record,
 )
 from tabmem.results import QueryRecord, TestResult
-from tabmem.stats.likelihood import model_bits, zlib_bits, zlib_score
+from tabmem.stats.best_of import FieldStatistic
+from tabmem.stats.likelihood import Triple, model_bits, zlib_bits, zlib_score
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,12 @@ class ZlibRatio(TwinPairTest[TwinFacts]):
 
     def plan(self, ctx: TestContext) -> tuple[list[TwinPair], TwinFacts] | TestResult:
         return self.pairs(ctx)
+
+    def field_statistic(self, params: ZlibRatioSettings) -> FieldStatistic:
+        def score(triples: Sequence[Triple], text: str) -> float:
+            return zlib_score([t[0] for t in triples], text)
+
+        return FieldStatistic(self.statistic, score)
 
     def score(self, ctx: TestContext, facts: TwinFacts, answer: Answer[TwinPair]) -> QueryRecord:
         pair = answer.query

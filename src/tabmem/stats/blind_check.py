@@ -9,9 +9,16 @@ to anything that knows the domain. So each pair is also put to data-only rules, 
 file without the real row (``ValuePredictors.record_choice``: the values' frequencies, a
 nearest-neighbour model, the Gaussian copula's conditional, gradient-boosted models of each
 column), and each rule's chance of
-preferring the real row is kept with the pair. The baseline is the best one rule's rate on the
-pairs the model decided (untied), or 1/2 where that is higher; the model's wins are compared
-with it by the exact binomial tail, and its rate must lie ``min_margin`` above it.
+preferring the real row is kept with the pair. A rule that scores the whole record is not the
+test's statistic: Min-K%++ ranks a row by its least expected fields, zlib by its likelihood
+over its compressed length. So where the test has a per-row score of per-token
+log-probabilities, the nearest-neighbour and the boosted models' per-field log-probabilities
+(and their distributions' moments) are also put through it, as two more rules
+(``NEIGHBOURS_SCORED``, ``BOOSTED_SCORED``).
+
+The baseline is the best one rule's rate on the pairs the model decided (untied), or 1/2
+where that is higher; the model's wins are compared with it by the exact binomial tail, and
+its rate must lie ``min_margin`` above it.
 
 The best rule per pair is no baseline: with two options it is 1 wherever two rules disagree,
 which no model without the rows reaches. A baseline chosen after seeing the pairs is at least
@@ -32,7 +39,7 @@ from functools import cached_property
 
 from tabmem.data.dataset import Dataset
 from tabmem.results import Verdict
-from tabmem.stats.best_of import CHANCE, BestOf, predictors_of
+from tabmem.stats.best_of import CHANCE, BestOf, FieldStatistic, predictors_of
 from tabmem.stats.pvalues import binomial_greater
 from tabmem.stats.verdicts import Decision, decide, reaches
 
@@ -41,18 +48,24 @@ EXPLAINED = "the file's distribution alone explains this"
 
 
 def pair_chances(
-    dataset: Dataset, pairs: Iterable[tuple[int, str, str]]
+    dataset: Dataset,
+    pairs: Iterable[tuple[int, str, str]],
+    statistic: FieldStatistic | None = None,
 ) -> dict[int, dict[str, float]]:
     """Per pair (its 1-based data row, the real row's text, the other row's text), each
     data-only rule's chance of preferring the real row, the rules fitted without that row
-    (fields read as ``text_columns`` reads them, so the predictors are the other tests')."""
+    (fields read as ``text_columns`` reads them, so the predictors are the other tests'); with
+    the test's ``statistic``, also the neighbour and boosted models' field scores put through
+    it."""
     predictors = predictors_of(dataset)
 
     def fields(line: str) -> list[str]:
         return [f.strip() for f in next(csv.reader([line], delimiter=dataset.delimiter))]
 
     return {
-        row: predictors.record_choice([fields(real), fields(other)], 0, row - 1)
+        row: predictors.record_choice(
+            [fields(real), fields(other)], 0, row - 1, statistic, (real, other)
+        )
         for row, real, other in pairs
     }
 
@@ -205,8 +218,9 @@ def evidence_rule(statistic: str, alpha: float, min_margin: float) -> str:
     return (
         f"share of untied pairs where the real row's {statistic} beats the other row's at "
         f"least {min_margin:g} above the baseline (the rate at which the best data-only rule "
-        "(the values' frequencies, nearest neighbours, gradient-boosted models of each column, "
-        "the Gaussian copula, each without the real row; a coin flip where higher) prefers the "
+        "(the values' frequencies, the Gaussian copula, nearest neighbours and gradient-boosted "
+        "models of each column, these two by the whole record and by the test's own score of "
+        "a row, each without the real row; a coin flip where higher) prefers the "
         "real row on the same pairs), with an "
         f"exact binomial p < {alpha:g}"
     )

@@ -22,7 +22,7 @@ An empty sampled value has the format when the file has empty values in that col
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 _NUMBER = re.compile(r"[+-]?(?P<whole>\d*)(?:\.(?P<fraction>\d*))?")
@@ -40,6 +40,13 @@ def number_shape(text: str) -> tuple[int, int, bool] | None:
     decimals = len(fraction) if fraction is not None else 0
     whole = len(match["whole"].lstrip("0"))
     return whole, decimals, fraction is not None and match["whole"] == ""
+
+
+def column_width(spellings: Iterable[str]) -> float:
+    """The width of a measurement column's last digit: 10 to the minus the most decimals its
+    numbers are written with (iris' ``5.1`` and ``5``: 0.1; adult's ages: 1)."""
+    shapes = (number_shape(s.strip()) for s in set(spellings))
+    return 10.0 ** -max((shape[1] for shape in shapes if shape is not None), default=0)
 
 
 def trailing_zeros(text: str) -> int:

@@ -22,6 +22,9 @@ from tabmem.stats.min_k import min_k_score
 from tabmem.stats.permutation import add_one_p_value, paired_sign_test
 
 LN2 = math.log(2.0)
+Triple = tuple[float, float, float]
+"""A token's (or a field's) log-probability, and the mean and sd of log P over the
+distribution at its position (what Min-K%++ standardises by)."""
 
 
 def model_bits(logprobs: Sequence[float]) -> float:

@@ -31,6 +31,8 @@ import numpy as np
 from tabmem.data.association import coarse_codes, relevance
 from tabmem.data.values import normalize_value
 from tabmem.stats.draws import weighted_index
+from tabmem.stats.formats import column_width
+from tabmem.stats.likelihood import Triple
 
 MIN_WEIGHT = 0.05
 """The least weight a given column keeps in the distance, however little it tells."""
@@ -41,11 +43,14 @@ MAX_CATEGORIES = 200
 WEIGHT_MEMO = 4096
 """Targets' column weights a process keeps, by table and target (a few MB at most)."""
 DISCRETE_VALUES = 30
+"""A column with at most this many distinct values is answered by its most frequent value
+among the neighbours; one with more (a measurement) by the neighbours' median."""
 RECENT_ARRAYS = 64
 """Per-row equality and distance arrays a model keeps per thread, most recent first: a
 choice's options and a row's columns ask the same values many times."""
-"""A column with at most this many distinct values is answered by its most frequent value
-among the neighbours; one with more (a measurement) by the neighbours' median."""
+MOMENT_NODES = 64
+"""A measurement's moments of its log density are read at this many weighted quantiles of
+its neighbours' values."""
 
 
 def _float(value: str) -> float:
@@ -281,6 +286,21 @@ class NeighbourModel:
         """How likely ``value`` is for column ``target`` given the other values (a log
         probability for discrete columns, a log kernel density for measurements), from the
         neighbours' votes."""
+        return self.triple(target, value, given, exclude, protect, moments=False)[0]
+
+    def triple(
+        self,
+        target: int,
+        value: str,
+        given: Mapping[int, str],
+        exclude: Collection[int] = (),
+        protect: bool = True,
+        moments: bool = True,
+    ) -> Triple:
+        """``log_score``, with the mean and sd of the log score over the same conditional
+        distribution (what Min-K%++ standardises by): exactly over a discrete column's
+        values; for a measurement, at ``MOMENT_NODES`` weighted quantiles of the neighbours'
+        values. Without ``moments`` both are 0."""
         value = normalize_value(value)
         column = self.columns[target]
         found = self.neighbours(target, given, exclude, protect)
@@ -290,10 +310,18 @@ class NeighbourModel:
             code = column.book.get(value)
             prior = ((0 if code is None else int(overall[code])) + 1) / (self.n_rows + overall.size)
             tally = 0.0 if code is None else float(found.tally(column)[code])
-            return math.log((tally + prior) / (total + 1))
+            score = math.log((tally + prior) / (total + 1))
+            if not moments:
+                return score, 0.0, 0.0
+            chances = (found.tally(column) + (overall + 1) / (self.n_rows + overall.size)) / (
+                total + 1
+            )
+            logs = np.log(chances)
+            mean = float(chances @ logs)
+            return score, mean, math.sqrt(max(float(chances @ (logs - mean) ** 2), 0.0))
         keep = [k for k, i in enumerate(found.rows.tolist()) if column.values[i] != ""]
         if not keep:
-            return math.log(1e-300)
+            return math.log(1e-300), math.log(1e-300), 0.0
         numbers = np.array([_float(column.values[found.rows[k]]) for k in keep])
         weights = found.votes[keep] / found.votes[keep].sum()
         spread = float(np.sqrt(np.sum(weights * (numbers - np.sum(weights * numbers)) ** 2)))
@@ -302,7 +330,41 @@ class NeighbourModel:
         density = float(np.sum(weights * np.exp(-0.5 * z * z))) / (
             bandwidth * math.sqrt(2 * math.pi)
         )
-        return math.log(max(density, 1e-300))
+        score = math.log(max(density, 1e-300))
+        if not moments:
+            return score, 0.0, 0.0
+        order = np.argsort(numbers, kind="stable")
+        at = np.searchsorted(
+            np.cumsum(weights[order]), (np.arange(MOMENT_NODES) + 0.5) / MOMENT_NODES
+        )
+        nodes = numbers[order][np.minimum(at, numbers.size - 1)]
+        gaps = (numbers[None, :] - nodes[:, None]) / bandwidth
+        densities = np.exp(-0.5 * gaps * gaps) @ weights / (bandwidth * math.sqrt(2 * math.pi))
+        logs = np.log(np.maximum(densities, 1e-300))
+        return score, float(logs.mean()), float(logs.std())
+
+    def field_scores(
+        self,
+        options: Sequence[Mapping[int, str]],
+        scored: Sequence[Collection[int]],
+        exclude: Collection[int] = (),
+        moments: bool = False,
+    ) -> list[dict[int, Triple]]:
+        """Per option, each of its ``scored`` columns' ``triple`` given the option's other
+        values (column -> triple, in ``scored``'s order). The rows that agree with every value
+        all options share are the record asked about: left out when there are at most ``k``."""
+        usable = [self.usable(option) for option in options]
+        shared = {j: v for j, v in usable[0].items() if all(u.get(j) == v for u in usable[1:])}
+        asked = np.flatnonzero(self.matching(shared)) if shared else np.array([], dtype=int)
+        left_out = [*exclude, *(asked.tolist() if asked.size <= self.k else [])]
+        return [
+            {
+                j: self.triple(j, values[j], values, left_out, moments=moments)
+                for j in mine
+                if j in values
+            }
+            for values, mine in zip(usable, scored, strict=True)
+        ]
 
     def choice_scores(
         self,
@@ -311,16 +373,21 @@ class NeighbourModel:
         exclude: Collection[int] = (),
     ) -> list[float]:
         """Each option's log-likelihood: the sum, over its ``scored`` columns, of the value's
-        log score given the option's other values. The rows that agree with every value all
-        options share are the record asked about: left out when there are at most ``k``."""
-        usable = [self.usable(option) for option in options]
-        shared = {j: v for j, v in usable[0].items() if all(u.get(j) == v for u in usable[1:])}
-        asked = np.flatnonzero(self.matching(shared)) if shared else np.array([], dtype=int)
-        left_out = [*exclude, *(asked.tolist() if asked.size <= self.k else [])]
+        log score given the option's other values (``field_scores``)."""
         return [
-            sum(self.log_score(j, values[j], values, exclude=left_out) for j in mine if j in values)
-            for values, mine in zip(usable, scored, strict=True)
+            sum(t[0] for t in mine.values()) for mine in self.field_scores(options, scored, exclude)
         ]
+
+    def at_precision(self, column: int, triple: Triple) -> Triple:
+        """A field's triple with a measurement's density made the probability of its written
+        precision (times its last digit's width, ``column_width``)."""
+        width = self._log_widths[column]
+        return triple[0] + width, triple[1] + width, triple[2]
+
+    @cached_property
+    def _log_widths(self) -> list[float]:
+        """Each column's log last-digit width where it is read as a measurement, else 0."""
+        return [0.0 if c.discrete else math.log(column_width(c.values)) for c in self.columns]
 
 
 @dataclass(frozen=True)

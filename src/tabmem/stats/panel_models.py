@@ -31,6 +31,8 @@ from tabmem.data.copula import hub_column
 from tabmem.data.values import normalize_value
 from tabmem.stats.crossfit import CrossFitted, stable_seed
 from tabmem.stats.draws import weighted_index
+from tabmem.stats.formats import column_width
+from tabmem.stats.likelihood import Triple
 
 CATEGORY_VALUES = 10
 """A numeric column with at most this many distinct values is read as a category."""
@@ -473,18 +475,55 @@ class BoostedModel(_Reading):
             for values, mine in zip(usable, scored, strict=True)
         ]
 
+    def field_triples(
+        self, options: Sequence[Mapping[int, str]], exclude: Collection[int] = ()
+    ) -> list[dict[int, Triple]]:
+        """Per option (a whole record), each of its values' ``_triple`` given the record's
+        other values (column -> triple, in column order), by the fold that holds out the
+        record the options share; a value the fits cannot read is left out (as
+        ``choice_scores`` leaves it)."""
+        usable, _, fold = self.options_asked(options, exclude)
+        return [{j: self._triple(j, values, fold) for j in sorted(values)} for values in usable]
+
+    def at_precision(self, column: int, triple: Triple) -> Triple:
+        """A field's triple with a measurement's density made the probability of its written
+        precision (times its last digit's width, ``column_width``), so that measurements and
+        categories rank on one scale (as a language model's tokens do)."""
+        width = self._log_widths[column]
+        return triple[0] + width, triple[1] + width, triple[2]
+
+    @functools.cached_property
+    def _log_widths(self) -> list[float]:
+        """Each column's log last-digit width where it is a measurement, else 0."""
+        return [
+            math.log(column_width(c.values)) if self.is_measurement(j) else 0.0
+            for j, c in enumerate(self.columns)
+        ]
+
     def _log_score(self, target: int, record: Mapping[int, str], fold: int) -> float:
+        return self._triple(target, record, fold)[0]
+
+    def _triple(self, target: int, record: Mapping[int, str], fold: int) -> Triple:
+        """The value's log score given the record's others (a category: its log probability;
+        a measurement: the normal log density), with the mean and sd of that log score over
+        the same conditional distribution (a normal's: -1/2 - log(sd sqrt(2 pi)) and
+        sqrt(1/2))."""
         given = {j: v for j, v in record.items() if j != target}
         fit = self._fit(fold, target)
         if self.is_measurement(target):
             number = self.number(target, record[target])
             if math.isnan(number):
-                return math.log(1e-300)
+                return math.log(1e-300), math.log(1e-300), 0.0
             centre, deviation = self._centre(target, fit, given)
             deviation = max(deviation, 1e-9)
             z = (number - centre) / deviation
-            return -0.5 * z * z - math.log(deviation * math.sqrt(2 * math.pi))
+            offset = math.log(deviation * math.sqrt(2 * math.pi))
+            return -0.5 * z * z - offset, -0.5 - offset, math.sqrt(0.5)
         code = self.columns[target].book.get(normalize_value(record[target]))
+        probs = self._probabilities(target, fit, given)
+        logs = np.log(probs)
+        mean = float(probs @ logs)
+        sd = math.sqrt(max(float(probs @ (logs - mean) ** 2), 0.0))
         if code is None:
-            return math.log(1e-300)
-        return math.log(float(self._probabilities(target, fit, given)[code]))
+            return math.log(1e-300), mean, sd
+        return math.log(float(probs[code])), mean, sd

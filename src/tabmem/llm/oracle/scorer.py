@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -44,23 +44,15 @@ from tabmem.data.dataset import Dataset
 from tabmem.data.values import normalize_value
 from tabmem.llm.oracle.forest import SMOOTHING, ForestModel, ForestOracle
 from tabmem.llm.oracle.models import _clean, _Table
-from tabmem.stats.formats import number_shape
+from tabmem.stats.formats import column_width
+from tabmem.stats.likelihood import Triple
 
-Triple = tuple[float, float, float]
-"""A token's log-probability, and the mean and sd of log P over its position's distribution."""
 FLOOR = math.log(1e-300)
 """The log-probability of a value no allowed row makes possible."""
 KEPT_SCORES = 200_000
 """Lines whose scores a scorer keeps (each test of a job reads the same rows again)."""
 NODES = 64
 """A measurement's moments are read at this many quantiles of its conditional distribution."""
-
-
-def column_width(spellings: Iterable[str]) -> float:
-    """The width of a measurement column's last digit: 10 to the minus the most decimals its
-    numbers are written with (iris' ``5.1`` and ``5``: 0.1; adult's ages: 1)."""
-    shapes = (number_shape(s.strip()) for s in set(spellings))
-    return 10.0 ** -max((shape[1] for shape in shapes if shape is not None), default=0)
 
 
 def _moments(logs: np.ndarray, chances: np.ndarray) -> tuple[float, float]:
