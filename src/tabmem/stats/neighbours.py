@@ -32,6 +32,7 @@ from tabmem.data.association import coarse_codes, relevance
 from tabmem.data.values import normalize_value
 from tabmem.stats.draws import weighted_index
 from tabmem.stats.formats import column_width
+from tabmem.stats.kernel import Kernel
 from tabmem.stats.likelihood import Triple
 
 MIN_WEIGHT = 0.05
@@ -48,9 +49,6 @@ among the neighbours; one with more (a measurement) by the neighbours' median.""
 RECENT_ARRAYS = 64
 """Per-row equality and distance arrays a model keeps per thread, most recent first: a
 choice's options and a row's columns ask the same values many times."""
-MOMENT_NODES = 64
-"""A measurement's moments of its log density are read at this many weighted quantiles of
-its neighbours' values."""
 
 
 def _float(value: str) -> float:
@@ -299,8 +297,8 @@ class NeighbourModel:
     ) -> Triple:
         """``log_score``, with the mean and sd of the log score over the same conditional
         distribution (what Min-K%++ standardises by): exactly over a discrete column's
-        values; for a measurement, at ``MOMENT_NODES`` weighted quantiles of the neighbours'
-        values. Without ``moments`` both are 0."""
+        values; for a measurement, at weighted quantiles of the neighbours' values
+        (``Kernel.log_moments``). Without ``moments`` both are 0."""
         value = normalize_value(value)
         column = self.columns[target]
         found = self.neighbours(target, given, exclude, protect)
@@ -323,25 +321,9 @@ class NeighbourModel:
         if not keep:
             return math.log(1e-300), math.log(1e-300), 0.0
         numbers = np.array([_float(column.values[found.rows[k]]) for k in keep])
-        weights = found.votes[keep] / found.votes[keep].sum()
-        spread = float(np.sqrt(np.sum(weights * (numbers - np.sum(weights * numbers)) ** 2)))
-        bandwidth = max(spread * numbers.size**-0.2, column.span / 1000, 1e-12)
-        z = (numbers - _float(value)) / bandwidth
-        density = float(np.sum(weights * np.exp(-0.5 * z * z))) / (
-            bandwidth * math.sqrt(2 * math.pi)
-        )
-        score = math.log(max(density, 1e-300))
-        if not moments:
-            return score, 0.0, 0.0
-        order = np.argsort(numbers, kind="stable")
-        at = np.searchsorted(
-            np.cumsum(weights[order]), (np.arange(MOMENT_NODES) + 0.5) / MOMENT_NODES
-        )
-        nodes = numbers[order][np.minimum(at, numbers.size - 1)]
-        gaps = (numbers[None, :] - nodes[:, None]) / bandwidth
-        densities = np.exp(-0.5 * gaps * gaps) @ weights / (bandwidth * math.sqrt(2 * math.pi))
-        logs = np.log(np.maximum(densities, 1e-300))
-        return score, float(logs.mean()), float(logs.std())
+        kernel = Kernel.of(numbers, found.votes[keep] / found.votes[keep].sum(), column.span)
+        score = kernel.log_density(_float(value))
+        return (score, *kernel.log_moments()) if moments else (score, 0.0, 0.0)
 
     def field_scores(
         self,

@@ -42,6 +42,7 @@ from tabmem.llm.oracle.learner import ConditionalModel, LearnerOracle, _Knowledg
 from tabmem.llm.oracle.models import _Table
 from tabmem.stats.crossfit import FOLDS, CrossFitted, stable_seed
 from tabmem.stats.draws import weighted_index
+from tabmem.stats.kernel import Kernel
 from tabmem.stats.neighbours import Column
 
 TREES = 50
@@ -338,13 +339,7 @@ class ForestModel(CrossFitted):
         if not present.any() or weights[present].sum() <= 0:
             return math.log(1e-300)
         share = weights[present] / weights[present].sum()
-        points = numbers[present]
-        centre = float(np.sum(share * points))
-        spread = float(np.sqrt(np.sum(share * (points - centre) ** 2)))
-        bandwidth = max(spread * points.size**-0.2, column.span / 1000, 1e-12)
-        z = (points - float(value)) / bandwidth
-        density = float(np.sum(share * np.exp(-0.5 * z * z))) / (bandwidth * math.sqrt(2 * math.pi))
-        return math.log(max(density, 1e-300))
+        return Kernel.of(numbers[present], share, column.span).log_density(float(value))
 
 
 KEPT_MODELS = 8

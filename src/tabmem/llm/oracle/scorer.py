@@ -27,7 +27,7 @@ cross-fitted forests and never the row it scores:
   width of the column's last digit (iris: 0.1, so ``5`` and ``5.1`` alike), at most 1.
 - **Moments.** The mean and standard deviation of log P(z) for z drawn from the same
   conditional distribution: exactly, over the column's values, for a category; for a
-  measurement, over ``NODES`` quantiles of the training values the leaves weigh.
+  measurement, over quantiles of the training values the leaves weigh (``Kernel``).
 """
 
 from __future__ import annotations
@@ -45,14 +45,13 @@ from tabmem.data.values import normalize_value
 from tabmem.llm.oracle.forest import SMOOTHING, ForestModel, ForestOracle
 from tabmem.llm.oracle.models import _clean, _Table
 from tabmem.stats.formats import column_width
+from tabmem.stats.kernel import Kernel
 from tabmem.stats.likelihood import Triple
 
 FLOOR = math.log(1e-300)
 """The log-probability of a value no allowed row makes possible."""
 KEPT_SCORES = 200_000
 """Lines whose scores a scorer keeps (each test of a job reads the same rows again)."""
-NODES = 64
-"""A measurement's moments are read at this many quantiles of its conditional distribution."""
 
 
 def _moments(logs: np.ndarray, chances: np.ndarray) -> tuple[float, float]:
@@ -191,16 +190,7 @@ def field_score(
         return FLOOR, FLOOR, 0.0
     points, where = np.unique(numbers[present], return_inverse=True)
     share = np.bincount(where, weights=weights[present]) / weights[present].sum()
-    centre = float(share @ points)
-    spread = math.sqrt(max(float(share @ (points - centre) ** 2), 0.0))
-    bandwidth = max(spread * int(everyone.sum()) ** -0.2, column.span / 1000, 1e-12)
-
-    def log_chance(x: np.ndarray) -> np.ndarray:
-        z = (points[None, :] - x[:, None]) / bandwidth
-        density = np.exp(-0.5 * z * z) @ share / (bandwidth * math.sqrt(2 * math.pi))
-        return np.minimum(np.log(np.maximum(density * width, 1e-300)), 0.0)
-
-    nodes = np.searchsorted(np.cumsum(share), (np.arange(NODES) + 0.5) / NODES)
-    logs = log_chance(points[np.minimum(nodes, points.size - 1)])
-    mean = float(logs.mean())
-    return float(log_chance(np.array([number]))[0]), mean, float(logs.std())
+    kernel = Kernel.of(points, share, column.span, int(everyone.sum()))
+    offset = math.log(width)
+    score = min(kernel.log_density(number) + offset, 0.0)
+    return (score, *kernel.log_moments(offset, cap=0.0))
