@@ -1,4 +1,15 @@
-"""Errors meant for people: one sentence that says what went wrong and what to do."""
+"""Errors meant for people: one sentence that says what went wrong and what to do; and the
+one way a transient provider failure is tried again."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 class TabmemError(Exception):
@@ -29,3 +40,32 @@ class TransientProviderError(Exception):
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+@dataclass
+class RetryPolicy:
+    """Exponential backoff with jitter; a server's Retry-After is obeyed when longer."""
+
+    max_retries: int = 4
+    base_delay: float = 1.0
+    max_delay: float = 60.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        backoff = min(self.max_delay, self.base_delay * (2**attempt))
+        backoff *= 0.5 + random.random() / 2
+        return max(backoff, retry_after or 0.0)
+
+    def run(self, once: Callable[[], T], retrying: Callable[[TransientProviderError], None]) -> T:
+        """``once()``, tried again after the backoff while it raises a
+        ``TransientProviderError`` (``retrying`` told of each) and tries are left; the last
+        failure is raised."""
+        attempt = 0
+        while True:
+            try:
+                return once()
+            except TransientProviderError as exc:
+                if attempt >= self.max_retries:
+                    raise
+                retrying(exc)
+                time.sleep(self.delay(attempt, exc.retry_after))
+                attempt += 1

@@ -19,9 +19,9 @@ from flaky_grid import mlflow_runs, run_sweep, write_model_config
 from flaky_server import Arrival, Fault, FlakyServer, ScriptedFaults, SeededFaults
 
 from tabmem.data import dataset_specs, load_dataset
-from tabmem.errors import TransientProviderError
+from tabmem.errors import RetryPolicy, TransientProviderError
 from tabmem.llm.base import GenerationParams, Request
-from tabmem.llm.client import LanguageModel, RetryPolicy
+from tabmem.llm.client import LanguageModel
 from tabmem.llm.litellm_backend import LiteLLMBackend
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning:pydantic")

@@ -1,9 +1,9 @@
 """The model wrapper: cache hits, retries with backoff and Retry-After, failures as records."""
 
-from tabmem.errors import TransientProviderError
+from tabmem.errors import RetryPolicy, TransientProviderError
 from tabmem.llm.base import GenerationParams, Request
 from tabmem.llm.cache import ResponseCache
-from tabmem.llm.client import LanguageModel, RetryPolicy
+from tabmem.llm.client import LanguageModel
 
 
 class ScriptedBackend:

@@ -19,9 +19,9 @@ from tabmem.battery.file_pass import (
 )
 from tabmem.battery.zlib_ratio import ZlibRatio
 from tabmem.data import Dataset, DatasetSpec
-from tabmem.errors import TransientProviderError
+from tabmem.errors import RetryPolicy, TransientProviderError
 from tabmem.llm.cache import ResponseCache
-from tabmem.llm.client import LanguageModel, RetryPolicy
+from tabmem.llm.client import LanguageModel
 from tabmem.llm.logprobs import ScoreRequest, score_texts
 from tabmem.llm.passes import PassRequest, score_passes
 

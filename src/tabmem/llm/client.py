@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import threading
 import time
 from collections.abc import Sequence
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from tabmem.errors import ProviderError, TransientProviderError
+from tabmem.errors import ProviderError, RetryPolicy, TransientProviderError
 from tabmem.llm.base import Backend, FitRequest, Request, Response, capabilities_of
 from tabmem.llm.batch import BatchAnswer, BatchClient, BatchJob
 from tabmem.llm.budget import Budget
@@ -113,20 +112,6 @@ class CallStats:
             cached_prompt_tokens=usage.get("prompt_tokens", 0),
             cached_completion_tokens=usage.get("completion_tokens", 0),
         )
-
-
-@dataclass
-class RetryPolicy:
-    """Exponential backoff with jitter; a server's Retry-After is obeyed when longer."""
-
-    max_retries: int = 4
-    base_delay: float = 1.0
-    max_delay: float = 60.0
-
-    def delay(self, attempt: int, retry_after: float | None) -> float:
-        backoff = min(self.max_delay, self.base_delay * (2**attempt))
-        backoff *= 0.5 + random.random() / 2
-        return max(backoff, retry_after or 0.0)
 
 
 class _Pause:
@@ -473,36 +458,35 @@ class LanguageModel:
             self.budget.add(cost)
 
     def _call_with_retries(self, request: Request) -> Response:
-        attempt = 0
-        while True:
+        def once() -> Response:
             self._pause.wait()
             if self._refused is not None:
-                self.stats.add(failures=1)
                 return Response(text="", error=f"not sent: {self._refused}")
             if self.budget is not None and (stop := self.budget.reached()):
                 self.budget_stop = stop
-                self.stats.add(failures=1)
                 return Response(text="", error=f"not sent: {stop}")
             self.stats.add(model_calls=1)
-            try:
-                text = self._call(request) or ""
-                return Response(text=text, usage=self._reported_usage())
-            except TransientProviderError as exc:
-                if attempt >= self.retry.max_retries:
-                    self.stats.add(failures=1)
-                    return Response(text="", error=f"gave up after {attempt + 1} tries: {exc}")
-                self.stats.add(retries=1)
-                if exc.retry_after:
-                    self._pause.hold(exc.retry_after)
-                time.sleep(self.retry.delay(attempt, exc.retry_after))
-                attempt += 1
-            except ProviderError as exc:
-                self._refused = str(exc)
-                self.stats.add(failures=1)
-                return Response(text="", error=str(exc))
-            except Exception as exc:
-                self.stats.add(failures=1)
-                return Response(text="", error=f"{type(exc).__name__}: {exc}")
+            return Response(text=self._call(request) or "", usage=self._reported_usage())
+
+        def retrying(exc: TransientProviderError) -> None:
+            self.stats.add(retries=1)
+            if exc.retry_after:
+                self._pause.hold(exc.retry_after)
+
+        try:
+            response = self.retry.run(once, retrying)
+        except TransientProviderError as exc:
+            response = Response(
+                text="", error=f"gave up after {self.retry.max_retries + 1} tries: {exc}"
+            )
+        except ProviderError as exc:
+            self._refused = str(exc)
+            response = Response(text="", error=str(exc))
+        except Exception as exc:
+            response = Response(text="", error=f"{type(exc).__name__}: {exc}")
+        if response.error:
+            self.stats.add(failures=1)
+        return response
 
     def _reported_usage(self) -> dict[str, int]:
         """The usage the backend reported for this thread's last answer, if it reports any."""

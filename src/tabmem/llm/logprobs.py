@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from tabmem.errors import TransientProviderError
+from tabmem.errors import RetryPolicy
 from tabmem.llm.base import LOGPROBS, capabilities_of
 from tabmem.llm.cache import ResponseCache
 
@@ -204,15 +203,10 @@ def _fetched(
 ) -> Sequence[Any]:
     """``fetch(pairs)``, each try counted as model calls, a transient failure tried again
     after the backoff of the model's retry policy until it has none left."""
-    policy = getattr(model, "retry", None)
-    attempt = 0
-    while True:
+    policy = getattr(model, "retry", None) or RetryPolicy(max_retries=0)
+
+    def once() -> Sequence[Any]:
         model.stats.add(model_calls=len(pairs))
-        try:
-            return fetch(pairs)
-        except TransientProviderError as exc:
-            if policy is None or attempt >= policy.max_retries:
-                raise
-            model.stats.add(retries=len(pairs))
-            time.sleep(policy.delay(attempt, exc.retry_after))
-            attempt += 1
+        return fetch(pairs)
+
+    return policy.run(once, lambda _: model.stats.add(retries=len(pairs)))

@@ -6,12 +6,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tabmem.errors import ConfigError
+from tabmem.errors import ConfigError, RetryPolicy
 from tabmem.llm.backends import BuildContext, backend_class
 from tabmem.llm.base import Backend
 from tabmem.llm.budget import Budget
 from tabmem.llm.cache import ResponseCache
-from tabmem.llm.client import LanguageModel, RetryPolicy
+from tabmem.llm.client import LanguageModel
 from tabmem.llm.plan import RequestPlan
 from tabmem.llm.pricing import model_price, unpriced_budget
 from tabmem.llm.reasoning import Reasoning
