@@ -42,7 +42,8 @@ from tabmem.llm.oracle.learner import ConditionalModel, LearnerOracle, _Knowledg
 from tabmem.llm.oracle.models import _Table
 from tabmem.stats.crossfit import FOLDS, CrossFitted, stable_seed
 from tabmem.stats.draws import weighted_index
-from tabmem.stats.kernel import Kernel
+from tabmem.stats.kernel import TINY, Kernel
+from tabmem.stats.likelihood import Triple
 from tabmem.stats.neighbours import Column
 
 TREES = 50
@@ -320,28 +321,63 @@ class ForestModel(CrossFitted):
     ) -> float:
         """log probability (a measurement: log density) of ``record[target]`` given the
         record's other values, by the fold's forest."""
-        value = normalize_value(record[target])
         given = {j: v for j, v in record.items() if j != target}
+        return self.triple(target, record[target], given, asked, fold, moments=False)[0]
+
+    def triple(
+        self,
+        target: int,
+        value: str,
+        given: Mapping[int, str],
+        asked: Collection[int],
+        fold: int,
+        width: float | None = None,
+        moments: bool = True,
+    ) -> Triple:
+        """log P(``value`` in column ``target`` | ``given``) by the fold's forest, with the
+        mean and sd of log P over the same conditional distribution (0 and 0 without
+        ``moments``). A category: the leaves' weight of the value mixed with ``SMOOTHING`` of
+        its add-one frequency among the allowed rows, the moments exact over the values held.
+        A measurement: the forest-weighted kernel density (``Kernel``); with ``width`` (its
+        last digit's), the probability of its written precision, at most 1."""
         fit, allowed = self._query(target, given, asked, fold)
         if not allowed.any():
-            return math.log(1e-300)
+            return TINY_LOG, TINY_LOG, 0.0
         weights = self._weights(fit, given, allowed)
         column = self.columns[target]
-        if column.discrete or value == "" or column.numbers is None:
+        number = self.number(target, value)
+        if column.discrete or math.isnan(number):
             codes = column.codes[fit.rows]
-            holders = (codes == column.book.get(value, -1)) & allowed
+            holders = (codes == column.book.get(normalize_value(value), -1)) & allowed
             distinct = np.unique(codes[allowed]).size
             prior = (holders.sum() + 1) / (allowed.sum() + distinct + 1)
-            chance = float(weights[holders].sum())
-            return math.log((1 - SMOOTHING) * chance + SMOOTHING * prior)
-        numbers = column.numbers[fit.rows]
+            score = math.log((1 - SMOOTHING) * float(weights[holders].sum()) + SMOOTHING * prior)
+            if not moments:
+                return score, 0.0, 0.0
+            held = codes[allowed]
+            count = np.bincount(held, minlength=len(column.book))
+            chance = np.bincount(held, weights=weights[allowed], minlength=len(column.book))
+            seen = count > 0
+            probs = (
+                (1 - SMOOTHING) * chance + SMOOTHING * (count + 1) / (allowed.sum() + distinct + 1)
+            )[seen]
+            logs = np.log(probs)
+            share = probs / probs.sum()
+            mean = float(share @ logs)
+            return score, mean, math.sqrt(max(float(share @ (logs - mean) ** 2), 0.0))
+        numbers = column.numbers[fit.rows] if column.numbers is not None else np.array([])
         present = allowed & ~np.isnan(numbers)
         if not present.any() or weights[present].sum() <= 0:
-            return math.log(1e-300)
+            return TINY_LOG, TINY_LOG, 0.0
         share = weights[present] / weights[present].sum()
-        return Kernel.of(numbers[present], share, column.span).log_density(float(value))
+        kernel = Kernel.of(numbers[present], share, column.span)
+        offset, cap = (0.0, math.inf) if width is None else (math.log(width), 0.0)
+        score = min(kernel.log_density(number) + offset, cap)
+        return (score, *kernel.log_moments(offset, cap)) if moments else (score, 0.0, 0.0)
 
 
+TINY_LOG = math.log(TINY)
+"""The log-probability of a value no allowed row makes possible."""
 KEPT_MODELS = 8
 """Files whose forests a process keeps for every forest oracle: the partial memorizers of a
 calibration job (one per share) and the next seed's job on the file ask the same forests."""

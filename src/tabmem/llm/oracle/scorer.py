@@ -32,33 +32,19 @@ cross-fitted forests and never the row it scores:
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import OrderedDict
-from collections.abc import Collection, Mapping, Sequence
-
-import numpy as np
+from collections.abc import Collection, Sequence
 
 from tabmem.data.csvtext import raw_fields
 from tabmem.data.dataset import Dataset
-from tabmem.data.values import normalize_value
-from tabmem.llm.oracle.forest import SMOOTHING, ForestModel, ForestOracle
+from tabmem.llm.oracle.forest import ForestModel, ForestOracle
 from tabmem.llm.oracle.models import _clean, _Table
 from tabmem.stats.formats import column_width
-from tabmem.stats.kernel import Kernel
 from tabmem.stats.likelihood import Triple
 
-FLOOR = math.log(1e-300)
-"""The log-probability of a value no allowed row makes possible."""
 KEPT_SCORES = 200_000
 """Lines whose scores a scorer keeps (each test of a job reads the same rows again)."""
-
-
-def _moments(logs: np.ndarray, chances: np.ndarray) -> tuple[float, float]:
-    """The mean and sd of ``logs`` under the distribution ``chances`` (normalised here)."""
-    share = chances / chances.sum()
-    mean = float(share @ logs)
-    return mean, math.sqrt(max(float(share @ (logs - mean) ** 2), 0.0))
 
 
 class ScorerOracle(ForestOracle):
@@ -148,49 +134,5 @@ def line_scores(
     fold = model.fold(usable, asked)
     given = {j: {i: v for i, v in usable.items() if i != j} for j in values}
     return tuple(
-        field_score(model, j, fields[j], given[j], asked, fold, widths[j])
-        for j in range(len(fields))
+        model.triple(j, fields[j], given[j], asked, fold, widths[j]) for j in range(len(fields))
     )
-
-
-def field_score(
-    model: ForestModel,
-    target: int,
-    value: str,
-    given: Mapping[int, str],
-    asked: Collection[int],
-    fold: int,
-    width: float,
-) -> Triple:
-    """log P(``value`` in column ``target`` | ``given``) by the fold's forest (a measurement's
-    density times its column's ``width``), with the mean and sd of log P over the same
-    conditional distribution (see the module's docstring)."""
-    fit, allowed = model._query(target, given, asked, fold)
-    if not allowed.any():
-        return FLOOR, FLOOR, 0.0
-    weights = model._weights(fit, given, allowed)
-    column = model.columns[target]
-    number = model.number(target, value)
-    if column.discrete or math.isnan(number):
-        codes = column.codes[fit.rows[allowed]]
-        chance = np.bincount(codes, weights=weights[allowed], minlength=len(column.book))
-        count = np.bincount(codes, minlength=len(column.book))
-        seen = count > 0
-        spread_over = allowed.sum() + int(seen.sum()) + 1
-        probs = (1 - SMOOTHING) * chance + SMOOTHING * (count + 1) / spread_over
-        code = column.book.get(normalize_value(value), -1)
-        chance_of = probs[code] if code >= 0 else SMOOTHING / spread_over
-        mean, sd = _moments(np.log(probs[seen]), probs[seen])
-        return math.log(chance_of), mean, sd
-    assert column.numbers is not None  # a column that is not discrete is numeric
-    numbers = column.numbers[fit.rows]
-    everyone = allowed & ~np.isnan(numbers)
-    present = everyone & (weights > 0)
-    if not present.any():
-        return FLOOR, FLOOR, 0.0
-    points, where = np.unique(numbers[present], return_inverse=True)
-    share = np.bincount(where, weights=weights[present]) / weights[present].sum()
-    kernel = Kernel.of(points, share, column.span, int(everyone.sum()))
-    offset = math.log(width)
-    score = min(kernel.log_density(number) + offset, 0.0)
-    return (score, *kernel.log_moments(offset, cap=0.0))
