@@ -40,10 +40,9 @@ from tabmem.data.dataset import Dataset
 from tabmem.data.values import normalize_value
 from tabmem.llm.oracle.models import (
     _DEFAULT_STYLE,
-    Oracle,
+    FileOracle,
     _clean,
-    _lead,
-    _lines,
+    _Found,
     _Pair,
     _Table,
     next_counts,
@@ -56,7 +55,7 @@ def _given(table: _Table, pairs: Sequence[_Pair], skip: str | None = None) -> di
     return {table.column(p.name): p.value for p in pairs if p.value and p.name != skip}
 
 
-class CopulaOracle(Oracle):
+class CopulaOracle(FileOracle):
     """Knows each dataset's Gaussian-copula distribution, never the rows it is asked about."""
 
     model_name = "oracle-copula"
@@ -74,33 +73,29 @@ class CopulaOracle(Oracle):
                 self._known[id(table)] = CopulaConditionals(table.raw_rows)
             return self._known[id(table)]
 
-    def _draft(
-        self, prompt: str, rng: random.Random, budget: int, chat: bool, temperature: float
-    ) -> str:
-        choice = self._choice(prompt, rng, chat)
-        if choice is not None:
-            return choice
-        name = self._name_answer(prompt)
-        if name is not None:
-            return name
+    def _value(self, found: _Found, rng: random.Random, temperature: float) -> str:
+        assert found.question is not None
         draw = rng if temperature > 0 else None
-        found = self._find_pairs(prompt)
-        if found and found.question:
-            return _lead(prompt, chat) + self._feature(
-                found.table, found.pairs, found.question, draw
-            )
-        complete, partial = _lines(prompt)
-        table = self._header_cut(partial)
-        if table:
-            head = table.header[len(partial) :] + table.newline
-            return self._continue(table, prompt, head, "", "", rng, budget, draw)
-        table = self._csv_table(complete, partial)
-        if table:
-            shown = next((line for line in reversed(complete) if line.strip()), "")
-            return self._continue(table, prompt, "", shown, partial, rng, budget, draw)
-        table = found.table if found else self._identify(prompt)
-        if table is None:
-            return ""
+        return self._feature(found.table, found.pairs, found.question, draw)
+
+    def _csv(
+        self,
+        prompt: str,
+        found: _Found | None,
+        rng: random.Random,
+        budget: int,
+        temperature: float,
+    ) -> str | None:
+        end = self._csv_end(prompt)
+        if end is None:
+            return None
+        table, head, shown, partial = end
+        draw = rng if temperature > 0 else None
+        return self._continue(table, prompt, head, shown, partial, rng, budget, draw)
+
+    def _record(
+        self, table: _Table, found: _Found | None, rng: random.Random, temperature: float
+    ) -> str:
         known = self._knowledge(table)
         fixed = _given(table, found.pairs) if found else {}
         row = self._row(known, fixed, known.asked(fixed), rng, None, {})

@@ -38,10 +38,9 @@ from tabmem.data.csvtext import raw_fields
 from tabmem.data.dataset import Dataset
 from tabmem.llm.oracle.models import (
     _DEFAULT_STYLE,
-    Oracle,
+    FileOracle,
     _clean,
-    _lead,
-    _lines,
+    _Found,
     _Pair,
     _Table,
     next_counts,
@@ -107,7 +106,7 @@ class _Knowledge:
         return np.array([str(t).startswith(typed) for t in texts], dtype=bool)
 
 
-class LearnerOracle(Oracle):
+class LearnerOracle(FileOracle):
     """Knows each dataset's joint distribution, never the rows it is asked about."""
 
     model_name = "oracle-learner"
@@ -127,36 +126,33 @@ class LearnerOracle(Oracle):
         """The conditional model the learner answers with: nearest neighbours of the file."""
         return NeighbourModel(table.clean_rows)
 
-    def _draft(
-        self, prompt: str, rng: random.Random, budget: int, chat: bool, temperature: float
-    ) -> str:
-        choice = self._choice(prompt, rng, chat)
-        if choice is not None:
-            return choice
-        name = self._name_answer(prompt)
-        if name is not None:
-            return name
+    def _value(self, found: _Found, rng: random.Random, temperature: float) -> str:
+        """The model's pick for the asked column given the pairs (a draw when warm)."""
+        assert found.question is not None
         draw = rng if temperature > 0 else None
-        found = self._find_pairs(prompt)
-        if found and found.question:
-            known = self._knowledge(found.table)
-            target = found.table.column(found.question.name)
-            row = known.model.pick(target, known.given(found.pairs, found.question.name), draw)
-            value = "" if row is None else found.table.clean_rows[row][target]
-            return _lead(prompt, chat) + value
-        complete, partial = _lines(prompt)
-        table = self._header_cut(partial)
-        if table:
-            head = table.header[len(partial) :] + table.newline
-            return self._continue(self._knowledge(table), prompt, head, "", "", rng, budget, draw)
-        table = self._csv_table(complete, partial)
-        if table:
-            shown = next((line for line in reversed(complete) if line.strip()), "")
-            known = self._knowledge(table)
-            return self._continue(known, prompt, "", shown, partial, rng, budget, draw)
-        table = found.table if found else self._identify(prompt)
-        if table is None:
-            return ""
+        known = self._knowledge(found.table)
+        target = found.table.column(found.question.name)
+        row = known.model.pick(target, known.given(found.pairs, found.question.name), draw)
+        return "" if row is None else found.table.clean_rows[row][target]
+
+    def _csv(
+        self,
+        prompt: str,
+        found: _Found | None,
+        rng: random.Random,
+        budget: int,
+        temperature: float,
+    ) -> str | None:
+        end = self._csv_end(prompt)
+        if end is None:
+            return None
+        table, head, shown, partial = end
+        draw = rng if temperature > 0 else None
+        return self._continue(table, prompt, head, shown, partial, rng, budget, draw)
+
+    def _record(
+        self, table: _Table, found: _Found | None, rng: random.Random, temperature: float
+    ) -> str:
         known = self._knowledge(table)
         fixed = known.given(found.pairs) if found else {}
         values = self._row(known, fixed, rng, rng, (), None)
@@ -176,7 +172,7 @@ class LearnerOracle(Oracle):
 
     def _continue(
         self,
-        known: _Knowledge,
+        table: _Table,
         prompt: str,
         head: str,
         shown: str,
@@ -188,7 +184,7 @@ class LearnerOracle(Oracle):
         """The prompt's CSV text continued: ``head``, the rest of the row ``partial`` began,
         then new rows until ``budget`` characters or a ``settled`` draft; the first row
         written is greedy when ``draw`` is None."""
-        table = known.table
+        known = self._knowledge(table)
         asked = self._rows_after_cut(table, prompt, budget)
         counts = next_counts(known.counters, table.delimiter, shown)
         parts, size = [head], len(head)

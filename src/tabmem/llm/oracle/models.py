@@ -605,7 +605,70 @@ class _Tail:
         return _Match(self.found.table, len(prompt) - matched, self.found.text_end)
 
 
-class MemorizerOracle(Oracle):
+class FileOracle(Oracle):
+    """An oracle that knows files and answers each kind of prompt about one, in this order: a
+    multiple-choice question (``_choice``), a question for the dataset's name, a question for
+    one value (``_value``), CSV text to continue (``_csv``), and otherwise a record of the file
+    identified by the prompt (``_record``). Each oracle says how it answers each kind."""
+
+    def _draft(
+        self, prompt: str, rng: random.Random, budget: int, chat: bool, temperature: float
+    ) -> str:
+        choice = self._choice(prompt, rng, chat)
+        if choice is not None:
+            return choice
+        name = self._name_answer(prompt)
+        if name is not None:
+            return name
+        found = self._find_pairs(prompt)
+        if found and found.question:
+            return _lead(prompt, chat) + self._value(found, rng, temperature)
+        written = self._csv(prompt, found, rng, budget, temperature)
+        if written is not None:
+            return written
+        table = found.table if found else self._identify(prompt)
+        if table is None:
+            return ""
+        return self._record(table, found, rng, temperature)
+
+    def _csv_end(self, prompt: str) -> tuple[_Table, str, str, str] | None:
+        """The file of the CSV text the prompt ends in, and how it ends: a header cut short
+        (``head``: the header's rest and a line end) or rows (``shown``: the last complete line;
+        ``partial``: the row begun); None where it ends in neither."""
+        complete, partial = _lines(prompt)
+        table = self._header_cut(partial)
+        if table:
+            return table, table.header[len(partial) :] + table.newline, "", ""
+        table = self._csv_table(complete, partial)
+        if table:
+            shown = next((line for line in reversed(complete) if line.strip()), "")
+            return table, "", shown, partial
+        return None
+
+    @abstractmethod
+    def _value(self, found: _Found, rng: random.Random, temperature: float) -> str:
+        """The value of ``found.question`` given the pairs shown."""
+
+    @abstractmethod
+    def _csv(
+        self,
+        prompt: str,
+        found: _Found | None,
+        rng: random.Random,
+        budget: int,
+        temperature: float,
+    ) -> str | None:
+        """The continuation of CSV text (``budget`` characters are enough), or None where the
+        prompt ends in none."""
+
+    @abstractmethod
+    def _record(
+        self, table: _Table, found: _Found | None, rng: random.Random, temperature: float
+    ) -> str:
+        """A record of ``table`` as an observation, agreeing with the pairs ``found``."""
+
+
+class MemorizerOracle(FileOracle):
     """Knows every dataset's canonical file verbatim.
 
     CSV text is continued verbatim from the longest suffix of the prompt found in a file, when
@@ -624,26 +687,31 @@ class MemorizerOracle(Oracle):
         values.update({p.name: p.value for p in table.pairs(option)})
         return float(table.agreement(values))
 
-    def _draft(
-        self, prompt: str, rng: random.Random, budget: int, chat: bool, temperature: float
-    ) -> str:
-        choice = self._choice(prompt, rng, chat)
-        if choice is not None:
-            return choice
-        name = self._name_answer(prompt)
-        if name is not None:
-            return name
-        found = self._find_pairs(prompt)
-        if found and found.question:
-            asked = found.question.name
-            row = found.table.best_row(found.pairs, skip=asked)
-            return _lead(prompt, chat) + found.table.clean_rows[row][found.table.column(asked)]
+    def _value(self, found: _Found, rng: random.Random, temperature: float) -> str:
+        """The asked value of the row that agrees best with the pairs shown."""
+        assert found.question is not None
+        asked = found.question.name
+        row = found.table.best_row(found.pairs, skip=asked)
+        return found.table.clean_rows[row][found.table.column(asked)]
+
+    def _csv(
+        self,
+        prompt: str,
+        found: _Found | None,
+        rng: random.Random,
+        budget: int,
+        temperature: float,
+    ) -> str | None:
+        """The file's own text after the longest end of the prompt found in it."""
         match = self._longest_match(prompt)
         if match and self._is_csv(prompt, match):
             return match.table.text[match.text_end : match.text_end + budget]
-        table = found.table if found else self._identify(prompt)
-        if table is None:
-            return ""
+        return None
+
+    def _record(
+        self, table: _Table, found: _Found | None, rng: random.Random, temperature: float
+    ) -> str:
+        """The row agreeing best with the pairs shown, or a random row."""
         if found and any(p.value for p in found.pairs):
             return table.observation(table.clean_rows[table.best_row(found.pairs)], found.style)
         return table.observation(
@@ -651,7 +719,7 @@ class MemorizerOracle(Oracle):
         )
 
 
-class MarginalOracle(Oracle):
+class MarginalOracle(FileOracle):
     """Knows the feature names and each feature's marginal distribution, no rows.
 
     CSV text (found by a header line, a header cut short, or a last row whose fields fit a
@@ -668,29 +736,30 @@ class MarginalOracle(Oracle):
             return 0.0
         return sum(table.log_share(p.name, p.value) for p in table.pairs(option) if p.value)
 
-    def _draft(
-        self, prompt: str, rng: random.Random, budget: int, chat: bool, temperature: float
+    def _value(self, found: _Found, rng: random.Random, temperature: float) -> str:
+        """A draw from the asked column."""
+        assert found.question is not None
+        return rng.choice(found.table.clean_columns[found.table.column(found.question.name)])
+
+    def _csv(
+        self,
+        prompt: str,
+        found: _Found | None,
+        rng: random.Random,
+        budget: int,
+        temperature: float,
+    ) -> str | None:
+        """A header cut short completed, then rows of independent draws."""
+        end = self._csv_end(prompt)
+        if end is None:
+            return None
+        table, head, _, partial = end
+        return self._rows(table, head or self._finish_row(table, partial, rng), rng, budget)
+
+    def _record(
+        self, table: _Table, found: _Found | None, rng: random.Random, temperature: float
     ) -> str:
-        choice = self._choice(prompt, rng, chat)
-        if choice is not None:
-            return choice
-        name = self._name_answer(prompt)
-        if name is not None:
-            return name
-        found = self._find_pairs(prompt)
-        if found and found.question:
-            column = found.table.clean_columns[found.table.column(found.question.name)]
-            return _lead(prompt, chat) + rng.choice(column)
-        complete, partial = _lines(prompt)
-        table = self._header_cut(partial)
-        if table:
-            return self._rows(table, table.header[len(partial) :] + table.newline, rng, budget)
-        table = self._csv_table(complete, partial)
-        if table:
-            return self._rows(table, self._finish_row(table, partial, rng), rng, budget)
-        table = found.table if found else self._identify(prompt)
-        if table is None:
-            return ""
+        """Every field an independent draw from its column."""
         style = found.style if found else _DEFAULT_STYLE
         return table.observation([rng.choice(c) for c in table.clean_columns], style)
 
