@@ -40,7 +40,7 @@ from tabmem.data.dataset import Dataset
 from tabmem.data.values import normalize_value
 from tabmem.llm.oracle.models import (
     _DEFAULT_STYLE,
-    FileOracle,
+    FittedOracle,
     _clean,
     _Found,
     _Pair,
@@ -55,7 +55,7 @@ def _given(table: _Table, pairs: Sequence[_Pair], skip: str | None = None) -> di
     return {table.column(p.name): p.value for p in pairs if p.value and p.name != skip}
 
 
-class CopulaOracle(FileOracle):
+class CopulaOracle(FittedOracle):
     """Knows each dataset's Gaussian-copula distribution, never the rows it is asked about."""
 
     model_name = "oracle-copula"
@@ -77,21 +77,6 @@ class CopulaOracle(FileOracle):
         assert found.question is not None
         draw = rng if temperature > 0 else None
         return self._feature(found.table, found.pairs, found.question, draw)
-
-    def _csv(
-        self,
-        prompt: str,
-        found: _Found | None,
-        rng: random.Random,
-        budget: int,
-        temperature: float,
-    ) -> str | None:
-        end = self._csv_end(prompt)
-        if end is None:
-            return None
-        table, head, shown, partial = end
-        draw = rng if temperature > 0 else None
-        return self._continue(table, prompt, head, shown, partial, rng, budget, draw)
 
     def _record(
         self, table: _Table, found: _Found | None, rng: random.Random, temperature: float

@@ -38,7 +38,7 @@ from tabmem.data.csvtext import raw_fields
 from tabmem.data.dataset import Dataset
 from tabmem.llm.oracle.models import (
     _DEFAULT_STYLE,
-    FileOracle,
+    FittedOracle,
     _clean,
     _Found,
     _Pair,
@@ -106,7 +106,7 @@ class _Knowledge:
         return np.array([str(t).startswith(typed) for t in texts], dtype=bool)
 
 
-class LearnerOracle(FileOracle):
+class LearnerOracle(FittedOracle):
     """Knows each dataset's joint distribution, never the rows it is asked about."""
 
     model_name = "oracle-learner"
@@ -134,21 +134,6 @@ class LearnerOracle(FileOracle):
         target = found.table.column(found.question.name)
         row = known.model.pick(target, known.given(found.pairs, found.question.name), draw)
         return "" if row is None else found.table.clean_rows[row][target]
-
-    def _csv(
-        self,
-        prompt: str,
-        found: _Found | None,
-        rng: random.Random,
-        budget: int,
-        temperature: float,
-    ) -> str | None:
-        end = self._csv_end(prompt)
-        if end is None:
-            return None
-        table, head, shown, partial = end
-        draw = rng if temperature > 0 else None
-        return self._continue(table, prompt, head, shown, partial, rng, budget, draw)
 
     def _record(
         self, table: _Table, found: _Found | None, rng: random.Random, temperature: float

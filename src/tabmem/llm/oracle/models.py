@@ -668,6 +668,42 @@ class FileOracle(Oracle):
         """A record of ``table`` as an observation, agreeing with the pairs ``found``."""
 
 
+class FittedOracle(FileOracle):
+    """A file oracle that answers from a model fitted to the file: CSV text is continued row
+    by row from the model (``_continue``), the first row greedy unless the oracle is warm."""
+
+    def _csv(
+        self,
+        prompt: str,
+        found: _Found | None,
+        rng: random.Random,
+        budget: int,
+        temperature: float,
+    ) -> str | None:
+        end = self._csv_end(prompt)
+        if end is None:
+            return None
+        table, head, shown, partial = end
+        draw = rng if temperature > 0 else None
+        return self._continue(table, prompt, head, shown, partial, rng, budget, draw)
+
+    @abstractmethod
+    def _continue(
+        self,
+        table: _Table,
+        prompt: str,
+        head: str,
+        shown: str,
+        partial: str,
+        rng: random.Random,
+        budget: int,
+        draw: random.Random | None,
+    ) -> str:
+        """The prompt's CSV text continued: ``head``, the rest of the row ``partial`` began
+        (``shown``: the last complete line), then new rows until ``budget`` characters or a
+        ``settled`` draft; the first row written is greedy when ``draw`` is None."""
+
+
 class MemorizerOracle(FileOracle):
     """Knows every dataset's canonical file verbatim.
 
