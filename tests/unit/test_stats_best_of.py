@@ -14,7 +14,6 @@ from tabmem.stats.best_of import (
     NEIGHBOURS,
     NEIGHBOURS_SCORED,
     BestOf,
-    FieldStatistic,
     ValuePredictors,
     choice_chances,
 )
@@ -65,20 +64,29 @@ def test_the_rules_through_a_tests_score_rank_by_that_score():
     real = rows[12]
     contrast = [real[0], real[1], "v4"]
     plain = predictors.record_choice([real, contrast], 0, 12)
-    total = FieldStatistic("sum", lambda triples, _text: sum(t[0] for t in triples))
+
+    def total(triples, _text):
+        return sum(t[0] for t in triples)
+
     summed = predictors.record_choice([real, contrast], 0, 12, total, ("a", "b"))
     # the whole record's rules are unchanged; the sum of the fields ranks as the record does
     assert {k: v for k, v in summed.items() if k not in SCORED} == plain
     assert summed[BOOSTED_SCORED] == plain[BOOSTED] == 1.0
     assert summed[NEIGHBOURS_SCORED] == plain[NEIGHBOURS] == 1.0
+
     # the statistic decides the rule: its opposite prefers the contrast
-    opposite = FieldStatistic("minus", lambda triples, _text: -sum(t[0] for t in triples))
+    def opposite(triples, _text):
+        return -sum(t[0] for t in triples)
+
     assert (
         predictors.record_choice([real, contrast], 0, 12, opposite, ("a", "b"))[BOOSTED_SCORED]
         == 0.0
     )
+
     # and it reads the row's text (as zlib does)
-    by_text = FieldStatistic("text", lambda _triples, text: len(text))
+    def by_text(_triples, text):
+        return len(text)
+
     assert (
         predictors.record_choice([real, contrast], 0, 12, by_text, ("a", "bb"))[BOOSTED_SCORED]
         == 0.0
@@ -91,8 +99,9 @@ def test_field_triples_carry_each_fields_distribution_moments():
     for i in range(200):
         group = i % 2
         rows.append([f"g{group}", f"{rng.gauss(5 + 3 * group, 1):.1f}"])
-    model = ValuePredictors(rows).boosted
-    (fields,) = model.field_triples([dict(enumerate(rows[7]))], exclude=[7])
+    predictors = ValuePredictors(rows)
+    model = predictors.boosted
+    (fields,) = model.field_triples([dict(enumerate(rows[7]))], exclude=[7], moments=True)
     category, measurement = fields[0], fields[1]
     # a category: the log probability of its value, and the mean and sd of log p over the
     # conditional distribution (two values: the mean lies between their logs)
@@ -101,17 +110,18 @@ def test_field_triples_carry_each_fields_distribution_moments():
     # a measurement's normal: log density's mean is -1/2 - log(sd sqrt(2 pi)), its sd sqrt(1/2)
     assert measurement[2] == pytest.approx(math.sqrt(0.5))
     # at its written precision (0.1) the density becomes a probability: log 0.1 lower
-    shifted = model.at_precision(1, measurement)
+    unshifted, shifted = predictors.at_precision(fields, model.is_measurement)
     assert shifted[0] == pytest.approx(measurement[0] + math.log(0.1))
     assert shifted[1] == pytest.approx(measurement[1] + math.log(0.1))
-    assert model.at_precision(0, category) == category
+    assert unshifted == category
     # the neighbour model's: its kernel density's log at quantiles of the neighbours' values
-    near = ValuePredictors(rows).neighbours
+    near = predictors.neighbours
     record = dict(enumerate(rows[7]))
     value, mean, sd = near.triple(1, rows[7][1], record, exclude=[7])
     assert value == near.log_score(1, rows[7][1], record, exclude=[7])
     assert sd > 0.0 and mean < math.log(1 / 0.5)  # a spread of about 1: densities below 0.8
-    assert near.at_precision(1, (value, mean, sd))[0] == pytest.approx(value + math.log(0.1))
+    (at_precision,) = predictors.at_precision({1: (value, mean, sd)}, lambda j: True)
+    assert at_precision[0] == pytest.approx(value + math.log(0.1))
     code, code_mean, code_sd = near.triple(0, rows[7][0], record, exclude=[7])
     assert code <= 0.0 and code_mean <= 0.0 and code_sd >= 0.0
 

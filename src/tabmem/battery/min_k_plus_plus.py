@@ -65,7 +65,7 @@ class MinKPlusPlus(TwinPairTest[TwinFacts]):
             logs, means, sds = zip(*triples, strict=True)
             return min_k_plus_plus_score(logs, means, sds, params.k_percent)
 
-        return FieldStatistic(self.statistic, score)
+        return score
 
     def run_planned(
         self, ctx: TestContext, queries: list[TwinPair], facts: TwinFacts

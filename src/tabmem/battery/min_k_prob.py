@@ -63,10 +63,10 @@ from tabmem.data import Dataset
 from tabmem.llm.logprobs import ScoreResponse
 from tabmem.results import QueryRecord, TestResult
 from tabmem.stats.auc import auc
-from tabmem.stats.best_of import FieldStatistic
 from tabmem.stats.blind_check import BlindCheck, evidence_rule, pair_chances
 from tabmem.stats.contrast import ContrastTable
 from tabmem.stats.independence import RowOrder, row_order_check
+from tabmem.stats.likelihood import Triple
 from tabmem.stats.min_k import min_k_score
 from tabmem.stats.permutation import paired_sign_test
 
@@ -245,9 +245,10 @@ class MinKProb(ScoringTest[RowPair, PairFacts]):
                 info={"pairs_dropped": sample.dropped},
             )
         k = p.k_percent
-        statistic = FieldStatistic(
-            "Min-K% Prob", lambda triples, _text: min_k_score([t[0] for t in triples], k)
-        )
+
+        def statistic(triples: Sequence[Triple], text: str) -> float:
+            return min_k_score([t[0] for t in triples], k)
+
         chances = pair_chances(
             ctx.dataset, [(q.row, q.real, q.contrast) for q in sample.pairs], statistic
         )

@@ -224,8 +224,8 @@ class TwinPairTest(ScoringTest[TwinPair, F]):
 
     def field_statistic(self, params: Any) -> FieldStatistic | None:
         """The test's score of a row from per-field log-probabilities, for the blind check's
-        boosted rule (``tabmem.stats.blind_check``); None where the test has none of its own
-        beyond the row's likelihood."""
+        nearest-neighbour and boosted rules (``tabmem.stats.blind_check``); None where the
+        test has none of its own beyond the row's likelihood."""
         return None
 
     def word(self, ctx: TestContext, queries: Sequence[TwinPair], facts: F) -> Worded[TwinPair]:

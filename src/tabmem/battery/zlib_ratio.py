@@ -60,7 +60,7 @@ class ZlibRatio(TwinPairTest[TwinFacts]):
         def score(triples: Sequence[Triple], text: str) -> float:
             return zlib_score([t[0] for t in triples], text)
 
-        return FieldStatistic(self.statistic, score)
+        return score
 
     def score(self, ctx: TestContext, facts: TwinFacts, answer: Answer[TwinPair]) -> QueryRecord:
         pair = answer.query

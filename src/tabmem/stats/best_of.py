@@ -43,6 +43,7 @@ import numpy as np
 from tabmem.data.copula_conditional import CopulaConditionals, Prefixes
 from tabmem.data.dataset import Dataset
 from tabmem.data.values import normalize_value
+from tabmem.stats.formats import column_width
 from tabmem.stats.likelihood import Triple
 from tabmem.stats.neighbours import NeighbourModel
 from tabmem.stats.panel_models import BoostedModel
@@ -62,9 +63,9 @@ NEIGHBOURS_SCORED = "nearest neighbours by test score"
 """The nearest-neighbour model's per-field log-probabilities (with their distributions'
 moments) put through a likelihood test's own score of a row (``FieldStatistic``), as the
 model's per-token ones are: a rule that prefers the real row where the test's score would, not
-only where the whole record is likelier. On california housing's twin pairs it prefers the
-real row in 0.865 of 200 pairs by Min-K%++, where the best whole-record rule reaches 0.798 and
-a forest scorer that has read no row 0.842."""
+only where the whole record is likelier (a row with no field scored ranks last). On california
+housing's twin pairs it prefers the real row in 0.865 of 200 pairs by Min-K%++, where the best
+whole-record rule reaches 0.798 and a forest scorer that has read no row 0.842."""
 BOOSTED_SCORED = "boosted trees by test score"
 """The boosted models' per-field log-probabilities put through the test's score, as
 ``NEIGHBOURS_SCORED``."""
@@ -74,17 +75,9 @@ FLOOR = "file rate"
 """The name of ``BestOf.floor`` in sentences and metrics."""
 
 
-@dataclass(frozen=True)
-class FieldStatistic:
-    """A likelihood test's score of a row, for the blind check's boosted rule: ``score`` of
-    one ``Triple`` per field (in place of the model's per token) and the row's text; a row
-    with no field scored ranks last."""
-
-    name: str
-    score: Callable[[Sequence[Triple], str], float]
-
-    def of(self, triples: Sequence[Triple], text: str) -> float:
-        return self.score(triples, text) if triples else -math.inf
+FieldStatistic = Callable[[Sequence[Triple], str], float]
+"""A likelihood test's score of a row, for the blind check's rules: of one ``Triple`` per
+field (in place of the model's per token) and the row's text."""
 
 
 @dataclass(frozen=True)
@@ -305,7 +298,7 @@ class ValuePredictors:
             copula.append(total)
         every = [list(r) for r in records]
         near = self.neighbours.field_scores(records, every, [row], moments=statistic is not None)
-        boosted = self.boosted.field_triples(records, [row])
+        boosted = self.boosted.field_triples(records, [row], moments=statistic is not None)
         scores = {
             MODE: frequency,
             NEIGHBOURS: [sum(t[0] for t in mine.values()) for mine in near],
@@ -313,15 +306,33 @@ class ValuePredictors:
             BOOSTED: [sum(t[0] for t in mine.values()) for mine in boosted],
         }
         if statistic is not None:
-            for name, model, fields in (
-                (NEIGHBOURS_SCORED, self.neighbours, near),
-                (BOOSTED_SCORED, self.boosted, boosted),
+            for name, fields, measured in (
+                (NEIGHBOURS_SCORED, near, lambda j: not self.neighbours.columns[j].discrete),
+                (BOOSTED_SCORED, boosted, self.boosted.is_measurement),
             ):
                 scores[name] = [
-                    statistic.of([model.at_precision(j, t) for j, t in mine.items()], text)
+                    statistic(self.at_precision(mine, measured), text) if mine else -math.inf
                     for mine, text in zip(fields, texts, strict=True)
                 ]
         return {**choice_chances(scores, correct), CHANCE: 1.0 / len(options)}
+
+    def at_precision(
+        self, fields: Mapping[int, Triple], measured: Callable[[int], bool]
+    ) -> list[Triple]:
+        """Fields' triples (column -> triple) with each measurement's density (columns
+        ``measured`` says a model reads as one) made the probability of its written precision
+        (times its last digit's width, ``column_width``), so that measurements and categories
+        rank on one scale, as a language model's tokens do."""
+        width = self._log_widths
+        return [
+            (lp + width[j], mean + width[j], sd) if measured(j) else (lp, mean, sd)
+            for j, (lp, mean, sd) in fields.items()
+        ]
+
+    @cached_property
+    def _log_widths(self) -> list[float]:
+        """Each column's log last-digit width (its values as the models read them)."""
+        return [math.log(column_width(c.values)) for c in self.neighbours.columns]
 
 
 def choice_chances(scores: Mapping[str, Sequence[float]], correct: int) -> dict[str, float]:

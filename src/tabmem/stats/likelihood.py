@@ -27,6 +27,13 @@ Triple = tuple[float, float, float]
 distribution at its position (what Min-K%++ standardises by)."""
 
 
+def weighted_moments(logs: np.ndarray, share: np.ndarray) -> tuple[float, float]:
+    """The mean and sd of ``logs`` (a distribution's log-probabilities) under the weights
+    ``share``: a category's moments of log p, as Min-K%++ reads them."""
+    mean = float(share @ logs)
+    return mean, math.sqrt(max(float(share @ (logs - mean) ** 2), 0.0))
+
+
 def model_bits(logprobs: Sequence[float]) -> float:
     """The bits a model needs to write a text: minus its log-likelihood (nats) in base 2."""
     return -float(sum(logprobs)) / LN2

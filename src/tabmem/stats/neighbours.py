@@ -31,9 +31,8 @@ import numpy as np
 from tabmem.data.association import coarse_codes, relevance
 from tabmem.data.values import normalize_value
 from tabmem.stats.draws import weighted_index
-from tabmem.stats.formats import column_width
 from tabmem.stats.kernel import Kernel
-from tabmem.stats.likelihood import Triple
+from tabmem.stats.likelihood import Triple, weighted_moments
 
 MIN_WEIGHT = 0.05
 """The least weight a given column keeps in the distance, however little it tells."""
@@ -307,16 +306,13 @@ class NeighbourModel:
             overall = self._code_counts[target]
             code = column.book.get(value)
             prior = ((0 if code is None else int(overall[code])) + 1) / (self.n_rows + overall.size)
-            tally = 0.0 if code is None else float(found.tally(column)[code])
+            tallies = found.tally(column)
+            tally = 0.0 if code is None else float(tallies[code])
             score = math.log((tally + prior) / (total + 1))
             if not moments:
                 return score, 0.0, 0.0
-            chances = (found.tally(column) + (overall + 1) / (self.n_rows + overall.size)) / (
-                total + 1
-            )
-            logs = np.log(chances)
-            mean = float(chances @ logs)
-            return score, mean, math.sqrt(max(float(chances @ (logs - mean) ** 2), 0.0))
+            chances = (tallies + (overall + 1) / (self.n_rows + overall.size)) / (total + 1)
+            return score, *weighted_moments(np.log(chances), chances)
         keep = [k for k, i in enumerate(found.rows.tolist()) if column.values[i] != ""]
         if not keep:
             return math.log(1e-300), math.log(1e-300), 0.0
@@ -359,17 +355,6 @@ class NeighbourModel:
         return [
             sum(t[0] for t in mine.values()) for mine in self.field_scores(options, scored, exclude)
         ]
-
-    def at_precision(self, column: int, triple: Triple) -> Triple:
-        """A field's triple with a measurement's density made the probability of its written
-        precision (times its last digit's width, ``column_width``)."""
-        width = self._log_widths[column]
-        return triple[0] + width, triple[1] + width, triple[2]
-
-    @cached_property
-    def _log_widths(self) -> list[float]:
-        """Each column's log last-digit width where it is read as a measurement, else 0."""
-        return [0.0 if c.discrete else math.log(column_width(c.values)) for c in self.columns]
 
 
 @dataclass(frozen=True)

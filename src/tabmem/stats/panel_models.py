@@ -31,8 +31,7 @@ from tabmem.data.copula import hub_column
 from tabmem.data.values import normalize_value
 from tabmem.stats.crossfit import CrossFitted, stable_seed
 from tabmem.stats.draws import weighted_index
-from tabmem.stats.formats import column_width
-from tabmem.stats.likelihood import Triple
+from tabmem.stats.likelihood import Triple, weighted_moments
 
 CATEGORY_VALUES = 10
 """A numeric column with at most this many distinct values is read as a category."""
@@ -476,38 +475,30 @@ class BoostedModel(_Reading):
         ]
 
     def field_triples(
-        self, options: Sequence[Mapping[int, str]], exclude: Collection[int] = ()
+        self,
+        options: Sequence[Mapping[int, str]],
+        exclude: Collection[int] = (),
+        moments: bool = False,
     ) -> list[dict[int, Triple]]:
         """Per option (a whole record), each of its values' ``_triple`` given the record's
         other values (column -> triple, in column order), by the fold that holds out the
         record the options share; a value the fits cannot read is left out (as
         ``choice_scores`` leaves it)."""
         usable, _, fold = self.options_asked(options, exclude)
-        return [{j: self._triple(j, values, fold) for j in sorted(values)} for values in usable]
-
-    def at_precision(self, column: int, triple: Triple) -> Triple:
-        """A field's triple with a measurement's density made the probability of its written
-        precision (times its last digit's width, ``column_width``), so that measurements and
-        categories rank on one scale (as a language model's tokens do)."""
-        width = self._log_widths[column]
-        return triple[0] + width, triple[1] + width, triple[2]
-
-    @functools.cached_property
-    def _log_widths(self) -> list[float]:
-        """Each column's log last-digit width where it is a measurement, else 0."""
         return [
-            math.log(column_width(c.values)) if self.is_measurement(j) else 0.0
-            for j, c in enumerate(self.columns)
+            {j: self._triple(j, values, fold, moments) for j in sorted(values)} for values in usable
         ]
 
     def _log_score(self, target: int, record: Mapping[int, str], fold: int) -> float:
-        return self._triple(target, record, fold)[0]
+        return self._triple(target, record, fold, moments=False)[0]
 
-    def _triple(self, target: int, record: Mapping[int, str], fold: int) -> Triple:
+    def _triple(
+        self, target: int, record: Mapping[int, str], fold: int, moments: bool = True
+    ) -> Triple:
         """The value's log score given the record's others (a category: its log probability;
         a measurement: the normal log density), with the mean and sd of that log score over
         the same conditional distribution (a normal's: -1/2 - log(sd sqrt(2 pi)) and
-        sqrt(1/2))."""
+        sqrt(1/2)); without ``moments`` a category's are 0."""
         given = {j: v for j, v in record.items() if j != target}
         fit = self._fit(fold, target)
         if self.is_measurement(target):
@@ -521,9 +512,7 @@ class BoostedModel(_Reading):
             return -0.5 * z * z - offset, -0.5 - offset, math.sqrt(0.5)
         code = self.columns[target].book.get(normalize_value(record[target]))
         probs = self._probabilities(target, fit, given)
-        logs = np.log(probs)
-        mean = float(probs @ logs)
-        sd = math.sqrt(max(float(probs @ (logs - mean) ** 2), 0.0))
+        mean, sd = weighted_moments(np.log(probs), probs) if moments else (0.0, 0.0)
         if code is None:
             return math.log(1e-300), mean, sd
         return math.log(float(probs[code])), mean, sd

@@ -43,7 +43,7 @@ from tabmem.llm.oracle.models import _Table
 from tabmem.stats.crossfit import FOLDS, CrossFitted, stable_seed
 from tabmem.stats.draws import weighted_index
 from tabmem.stats.kernel import TINY, Kernel
-from tabmem.stats.likelihood import Triple
+from tabmem.stats.likelihood import Triple, weighted_moments
 from tabmem.stats.neighbours import Column
 
 TREES = 50
@@ -361,10 +361,7 @@ class ForestModel(CrossFitted):
             probs = (
                 (1 - SMOOTHING) * chance + SMOOTHING * (count + 1) / (allowed.sum() + distinct + 1)
             )[seen]
-            logs = np.log(probs)
-            share = probs / probs.sum()
-            mean = float(share @ logs)
-            return score, mean, math.sqrt(max(float(share @ (logs - mean) ** 2), 0.0))
+            return score, *weighted_moments(np.log(probs), probs / probs.sum())
         numbers = column.numbers[fit.rows] if column.numbers is not None else np.array([])
         present = allowed & ~np.isnan(numbers)
         if not present.any() or weights[present].sum() <= 0:
