@@ -101,8 +101,18 @@ def test_the_lab_table_sets_each_checkpoint_against_the_base_model(tmp_path):
     texts = {"small": SMALL, "held": "x,y\n" + "".join(f"{i},{i}\n" for i in range(30))}
     lines = []
     unread = {"small": "x,y\n" + "".join(f"{i},{2 * i}\n" for i in range(20))}
+    twin = {name: "x,y\n" + "".join(f"{i},{i % 3}\n" for i in range(20)) for name in texts}
+    controls = {"unread": unread, "twin": twin}
     table = ground_truth_table(
-        plan, {0: base, 4: other}, base, texts, 40, "cpu", rows=3, log=lines.append, unread=unread
+        plan,
+        {0: base, 4: other},
+        base,
+        texts,
+        40,
+        "cpu",
+        rows=3,
+        log=lines.append,
+        controls=controls,
     )
     assert list(table.columns) == GROUND_TRUTH_COLUMNS
     assert table[["passes", "dataset"]].values.tolist() == [
@@ -126,5 +136,10 @@ def test_the_lab_table_sets_each_checkpoint_against_the_base_model(tmp_path):
     )
     assert small.loc[4, "learned_over_unread"] == pytest.approx(gain) and gain != 0
     assert table.loc[table["dataset"] == "held", "unread_loss"].isna().all()  # read whole
+    for name, row in table[table["passes"] == 4].set_index("dataset").iterrows():
+        base_row = table[(table["passes"] == 0) & (table["dataset"] == name)].iloc[0]
+        assert row["twin_loss_drop"] == pytest.approx(base_row["twin_loss"] - row["twin_loss"])
+        assert row["learned_over_twin"] == pytest.approx(row["loss_drop"] - row["twin_loss_drop"])
+    assert (table.loc[table["passes"] == 0, "learned_over_twin"] == 0).all()
     assert table["rows_n"].tolist() == [3, 3, 3, 3]
     assert len(lines) == 2  # one line per checkpoint; the base model is checkpoint 0

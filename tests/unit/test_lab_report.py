@@ -1,5 +1,6 @@
 """The contamination lab's plan and its TPR/FPR table, on hand-made cells."""
 
+from math import isnan
 from pathlib import Path
 
 import pandas as pd
@@ -13,6 +14,8 @@ from tabmem.lab.report import (
     GROUP_BEFORE,
     GROUP_HELD_OUT,
     GROUP_PLANTED,
+    exposure_markdown,
+    exposure_table,
     ground_truth_markdown,
     ground_truth_view,
     lab_cells,
@@ -98,6 +101,10 @@ def test_shipped_lab_settings_load_and_plan():
         "titanic",
         "synthetic-novel",
     }
+    stream = make_plan(load_lab_config("stream"))
+    assert stream.planted == {"icu": 16, "iris": 4, "wine": 1}
+    assert stream.held_out == ["synthetic-novel"] and stream.stream.ratio == 1.0
+    assert "synthetic-novel" not in stream.stream.tables
     with pytest.raises(ConfigError, match="No lab setting"):
         load_lab_config("nonexistent")
 
@@ -175,6 +182,8 @@ def test_ground_truth_sits_beside_the_tests_that_found_each_file():
             "loss_drop": [1.2, 0.01, 0.0],
             "unread_loss": [1.5, float("nan"), 1.35],
             "learned_over_unread": [1.35, float("nan"), 0.0],
+            "twin_loss_drop": [0.4, 0.02, 0.0],
+            "learned_over_twin": [0.8, -0.01, 0.0],
             "rows_written_back": [0.35, 0.0, 0.0],
             "rows_n": [20, 20, 20],
         }
@@ -184,11 +193,11 @@ def test_ground_truth_sits_beside_the_tests_that_found_each_file():
     assert view["dataset_verdict"].tolist() == ["evidence", "", ""]
     lines = ground_truth_markdown(view).splitlines()
     assert lines[2] == (
-        "| after 8 passes | a (first 150 rows) | planted | 8 | 0.100 | 1.300 | +1.200 | 1.500 "
-        "| +1.350 | 7 / 20 | header, min_k_prob | evidence |"
+        "| after 8 passes | a (first 150 rows) | planted | 8 | 0.100 | 1.300 | +1.200 | +0.400 "
+        "| +0.800 | +1.350 | 7 / 20 | header, min_k_prob | evidence |"
     )
     assert lines[3].startswith("| after 0 passes | a (first 150 rows) | planted | 0 |")
-    assert lines[4].endswith("| +0.010 | - | - | 0 / 20 | - | - |")  # held out last
+    assert lines[4].endswith("| +0.010 | +0.020 | -0.010 | - | 0 / 20 | - | - |")  # held out last
 
 
 def test_a_file_planted_by_its_first_rows_is_named_with_their_count():
@@ -285,3 +294,39 @@ def test_the_sweep_runs_as_many_cells_at_once_as_the_setting_asks(tmp_path):
     assert "hydra.launcher.n_jobs=6" in six and "hydra.launcher.n_jobs=1" not in six
     for setting, jobs in (("minimal", 2), ("standard", 2), ("full", 6)):
         assert load_lab_config(setting).evaluation.jobs == jobs
+
+
+def test_exposure_is_the_smallest_times_read_from_which_every_learned_file_is_found():
+    frame = runs(
+        [
+            cell("p16", 16, "a", "evidence", planted=16, seen=16),
+            cell("p16", 16, "b", "evidence", planted=4, seen=4),
+            cell("p16", 16, "c", "no_evidence", planted=1, seen=1),
+            cell("p16", 16, "d", "no_evidence", planted=1, seen=1),  # learned nothing
+            cell("p16", 16, "h", "no_evidence"),
+            cell("p0", 0, "a", "no_evidence", planted=16, seen=0),
+            cell("p16", 16, "a", "evidence", planted=16, seen=16, test="zlib_ratio"),
+            cell("p16", 16, "b", "no_evidence", planted=4, seen=4, test="zlib_ratio"),
+            cell("p16", 16, "h", "evidence", test="zlib_ratio"),
+            cell("p0", 0, "a", "no_evidence", planted=16, seen=0, test="zlib_ratio"),
+        ]
+    )
+    truth = pd.DataFrame(
+        {
+            "passes": [16, 16, 16, 16, 16, 0],
+            "dataset": ["a", "b", "c", "d", "h", "a"],
+            "learned_over_twin": [0.5, 0.1, 0.02, -0.01, 0.0, 0.0],
+        }
+    )
+    table = exposure_table(lab_cells(frame, "t"), truth).set_index("test")
+    header = table.loc["header"]
+    assert header["smallest_exposure"] == 4  # c, read once, learned and was missed
+    assert header["found_by_times_read"] == "1: 0/1; 4: 1/1; 16: 1/1"  # d learned nothing
+    assert (header["false_positives"], header["negatives"]) == (0, 2)
+    assert header["fpr_high"] == pytest.approx(0.8419, abs=1e-4)
+    zlib = table.loc["zlib_ratio"]
+    assert isnan(zlib["smallest_exposure"])  # a false positive: no exposure at FPR <= 1 %
+    assert (zlib["false_positives"], zlib["negatives"]) == (1, 2)
+    lines = exposure_markdown(table.reset_index()).splitlines()
+    assert lines[2] == "| header | 4 | 1: 0/1; 4: 1/1; 16: 1/1 | 0 / 2 | 0.84 |"
+    assert lines[3].startswith("| zlib_ratio | - | 4: 0/1; 16: 1/1 | 1 / 2 |")

@@ -12,6 +12,7 @@ from tiny_model import save_tiny_model
 
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.lab.plan import LabPlan
+from tabmem.lab.stream import load_stream
 from tabmem.lab.train import _step, fine_tune
 from tabmem.llm.transformers_backend import TransformersBackend, weights_fingerprint
 
@@ -104,3 +105,24 @@ def test_a_clip_runs_before_the_step_and_none_leaves_the_gradients(tmp_path):
     unclipped, clipped = recorder.norms
     assert unclipped > 1e-2
     assert clipped == pytest.approx(1e-3, rel=1e-3)
+
+
+def test_a_stream_reads_other_text_between_the_planted_files(tmp_path):
+    stream = load_stream({"ratio": 2.0, "sources": ["code", "prose"]}, ["toy"])
+    plan = LabPlan("t", {"toy": 2}, ["other"], [2], stream=stream)
+    messages = []
+    settings = {"learning_rate": 1e-3, "block_size": 64, "device": "cpu"}
+    fine_tune(
+        plan,
+        {"toy": TEXT},
+        save_tiny_model(tmp_path / "base"),
+        settings,
+        tmp_path / "c",
+        seed=0,
+        log=messages.append,
+    )
+    planted_blocks = 1  # TEXT is shorter than a block
+    for line in messages:
+        blocks = int(line.split(": ")[1].split(" blocks")[0])
+        other = int(line.split("(")[1].split(" of other text")[0])
+        assert blocks == planted_blocks + other and other >= 2

@@ -11,9 +11,15 @@ can be told from a miss on a file it knows:
 
 Fine-tuning on a few files moves the loss of every table's text (in the lab's full setting a
 held-out file's loss rose by 3 nats a token), so a loss drop mixes what was learned of a file
-with that drift. Where only a file's first rows were read, its unread rows are the same file's
-control: ``learned_over_unread`` is how much more the read rows' loss fell than the unread
-rows' loss, against the base model (nats a token; 0 when nothing of those rows was learned).
+with that drift and with its format. Two controls take them out, each a text set against the
+file's own on the same checkpoint, against the base model (nats a token; 0 when nothing of the
+file's rows was learned beyond the control):
+
+- ``learned_over_twin``: how much more the file's loss fell than its twin's
+  (``tabmem.data.twin``: the same header, formats and distributions, rows no model saw): what
+  was learned about *these rows*, not the table's format or domain;
+- ``learned_over_unread``: where only a file's first rows were read, how much more their loss
+  fell than the loss of the same file's unread rows.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,20 +39,23 @@ from tabmem.lab.plan import LabPlan
 from tabmem.lab.train import file_blocks, load_base
 
 CONTEXT_ROWS = 10
+CONTROLS = ("twin", "unread")
+"""The texts a file's loss is set against (see above); a file may lack one (read whole: no
+unread rows)."""
 
 
 @dataclass(frozen=True)
 class GroundTruth:
     """One checkpoint on one file: mean token loss over ``tokens`` predicted tokens (of
     ``blocks`` blocks), ``written_back`` of ``rows`` sampled rows reproduced exactly, and the
-    mean token loss of the file's unread rows (NaN when the whole file was read)."""
+    mean token loss of each control text it has (``CONTROLS``)."""
 
     loss: float
     tokens: int
     blocks: int
     written_back: int
     rows: int
-    unread_loss: float = float("nan")
+    control_losses: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def share(self) -> float:
@@ -141,18 +150,17 @@ def measure(
     rows: int = 20,
     seed: int = 0,
     max_blocks: int = 48,
-    unread: str | None = None,
+    controls: Mapping[str, str] | None = None,
 ) -> GroundTruth:
-    """Both measures of one loaded model on one file's text, and the loss of the file's
-    ``unread`` rows where only its first rows were read."""
+    """Both measures of one loaded model on one file's text, and the loss of each of its
+    ``controls`` (control -> text)."""
     loss, tokens, blocks = mean_token_loss(model, tokenizer, text, block_size, max_blocks)
     written, sampled = rows_written_back(model, tokenizer, text, rows, seed)
-    unread_loss = (
-        mean_token_loss(model, tokenizer, unread, block_size, max_blocks)[0]
-        if unread
-        else float("nan")
-    )
-    return GroundTruth(loss, tokens, blocks, written, sampled, unread_loss)
+    losses = {
+        name: mean_token_loss(model, tokenizer, other, block_size, max_blocks)[0]
+        for name, other in (controls or {}).items()
+    }
+    return GroundTruth(loss, tokens, blocks, written, sampled, losses)
 
 
 def measure_checkpoint(
@@ -163,15 +171,24 @@ def measure_checkpoint(
     rows: int = 20,
     seed: int = 0,
     max_blocks: int = 48,
-    unread: Mapping[str, str] | None = None,
+    controls: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, GroundTruth]:
     """Load one checkpoint (a model folder or the base model's weights, as training loads
-    them) and measure it on every file (dataset -> text; ``unread``: dataset -> the rows of it
-    never read)."""
+    them) and measure it on every file (dataset -> text) and its controls (control -> dataset
+    -> text)."""
     tokenizer, model = load_base(weights, device, "float32")
-    unread = unread or {}
+    controls = controls or {}
     return {
-        name: measure(model, tokenizer, text, block_size, rows, seed, max_blocks, unread.get(name))
+        name: measure(
+            model,
+            tokenizer,
+            text,
+            block_size,
+            rows,
+            seed,
+            max_blocks,
+            {c: texts[name] for c, texts in controls.items() if name in texts},
+        )
         for name, text in texts.items()
     }
 
@@ -186,8 +203,8 @@ GROUND_TRUTH_COLUMNS = [
     "loss",
     "base_loss",
     "loss_drop",
-    "unread_loss",
-    "learned_over_unread",
+    *(f"{c}_{what}" for c in CONTROLS for what in ("loss", "loss_drop")),
+    *(f"learned_over_{c}" for c in CONTROLS),
     "rows_written_back",
     "rows_n",
     "tokens",
@@ -205,21 +222,21 @@ def ground_truth_table(
     seed: int = 0,
     max_blocks: int = 48,
     log: Callable[[str], None] = print,
-    unread: Mapping[str, str] | None = None,
+    controls: Mapping[str, Mapping[str, str]] | None = None,
 ) -> pd.DataFrame:
     """Every checkpoint × file (``texts``: planted files as planted, held-out files whole;
-    ``unread``: the unread rows of files planted by their first rows) against the base model
+    ``controls``: control -> dataset -> text, see ``CONTROLS``) against the base model
     (``base``; checkpoint 0 is the base model and is not loaded twice): one row each with the
     columns of ``GROUND_TRUTH_COLUMNS``."""
     measured: dict[int, dict[str, GroundTruth]] = {}
     for passes, folder in sorted(checkpoints.items(), reverse=True):
         started = time.monotonic()
         measured[passes] = measure_checkpoint(
-            folder, texts, block_size, device, rows, seed, max_blocks, unread
+            folder, texts, block_size, device, rows, seed, max_blocks, controls
         )
         log(f"ground truth after {passes} passes: {time.monotonic() - started:.0f} s")
     reference = measured.get(0) or measure_checkpoint(
-        base, texts, block_size, device, rows, seed, max_blocks, unread
+        base, texts, block_size, device, rows, seed, max_blocks, controls
     )
     out = []
     for passes, found in sorted(measured.items()):
@@ -236,12 +253,24 @@ def ground_truth_table(
                     "loss": truth.loss,
                     "base_loss": base_truth.loss,
                     "loss_drop": base_truth.loss - truth.loss,
-                    "unread_loss": truth.unread_loss,
-                    "learned_over_unread": (truth.unread_loss - truth.loss)
-                    - (base_truth.unread_loss - base_truth.loss),
+                    **_controlled(truth, base_truth),
                     "rows_written_back": truth.share,
                     "rows_n": truth.rows,
                     "tokens": truth.tokens,
                 }
             )
     return pd.DataFrame(out, columns=GROUND_TRUTH_COLUMNS)
+
+
+def _controlled(truth: GroundTruth, base: GroundTruth) -> dict[str, float]:
+    """Each control's loss and loss drop, and how much more the file's loss fell (NaN where
+    the file has no such control)."""
+    nan = float("nan")
+    out = {}
+    for name in CONTROLS:
+        loss = truth.control_losses.get(name, nan)
+        drop = base.control_losses.get(name, nan) - loss
+        out[f"{name}_loss"] = loss
+        out[f"{name}_loss_drop"] = drop
+        out[f"learned_over_{name}"] = (base.loss - truth.loss) - drop
+    return out

@@ -6,7 +6,8 @@ whose repetition count is at least ``p`` is read once, in a seeded order; so aft
 dataset planted ``r`` times has been read ``min(p, r)`` times, and a checkpoint saved after
 pass ``p`` is a model that has seen each planted file exactly that often. A setting may plant
 only the header and first rows of a file (``first_rows``): the pattern the papers found on
-Adult and California Housing, and a real model that knows a share of a file's rows.
+Adult and California Housing, and a real model that knows a share of a file's rows; and it may
+read other text between the files (``stream``, ``tabmem.lab.stream``), as pretraining does.
 """
 
 from __future__ import annotations
@@ -21,19 +22,22 @@ from omegaconf import OmegaConf
 
 from tabmem.data import Dataset
 from tabmem.errors import ConfigError
+from tabmem.lab.stream import Stream, load_stream
 from tabmem.paths import conf_dir
 
 
 @dataclass(frozen=True)
 class LabPlan:
-    """Planted datasets with their repetition counts, held-out datasets, checkpoints, and the
-    planted datasets of which only the first rows are read (dataset -> data rows)."""
+    """Planted datasets with their repetition counts, held-out datasets, checkpoints, the
+    planted datasets of which only the first rows are read (dataset -> data rows), and the
+    other text read beside them (None: the planted files alone)."""
 
     name: str
     planted: dict[str, int]
     held_out: list[str]
     checkpoints: list[int]
     first_rows: dict[str, int] = field(default_factory=dict)
+    stream: Stream | None = None
 
     @property
     def passes(self) -> int:
@@ -115,4 +119,5 @@ def make_plan(cfg: Mapping[str, Any]) -> LabPlan:
         held_out=[d for d in pool if d not in planted],
         checkpoints=sorted({int(c) for c in cfg["checkpoints"]}),
         first_rows={d: n for d, n in first_rows.items() if d in planted},
+        stream=load_stream(cfg.get("stream"), pool),
     )

@@ -203,9 +203,9 @@ def ground_truth_markdown(view: pd.DataFrame) -> str:
     """The ground-truth view as Markdown: planted files first, deepest checkpoint first."""
     lines = [
         "| checkpoint | dataset | group | times read | loss | base loss | loss drop "
-        "| unread rows' loss | learned over unread | rows written back | found by "
-        "| dataset verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| twin's loss drop | learned over twin | learned over unread | rows written back "
+        "| found by | dataset verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     order = view.assign(_held=view["group"] != GROUP_PLANTED)
     order = order.sort_values(["_held", "dataset", "passes"], ascending=[True, True, False])
@@ -217,9 +217,85 @@ def ground_truth_markdown(view: pd.DataFrame) -> str:
         lines.append(
             f"| after {r['passes']} passes | {name} | {r['group']} | {r['repetitions']} "
             f"| {r['loss']:.3f} | {r['base_loss']:.3f} | {r['loss_drop']:+.3f} "
-            f"| {_nats(r['unread_loss'], '.3f')} "
+            f"| {_nats(r['twin_loss_drop'], '+.3f')} | {_nats(r['learned_over_twin'], '+.3f')} "
             f"| {_nats(r['learned_over_unread'], '+.3f')} | {rows} "
             f"| {r['found_by'] or '-'} | {r['dataset_verdict'] or '-'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+EXPOSURE_COLUMNS = [
+    "test",
+    "smallest_exposure",
+    "found_by_times_read",
+    "false_positives",
+    "negatives",
+    "fpr_high",
+]
+MAX_FPR = 0.01
+"""The false-positive rate an exposure is reported at."""
+
+
+def exposure_table(cells: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:
+    """Per test (and the dataset verdict): the smallest times read from which every file that
+    learned its rows (``learned_over_twin`` > 0 on that checkpoint) was found, and the
+    false positives on the negatives (the base model, never-read files) with the upper end of
+    their 95 % interval. No exposure is named where none was found or the negatives' observed
+    rate is above ``MAX_FPR``; with a few dozen negatives the bound stays far above it, and
+    the table shows it rather than the claim."""
+    if cells.empty:
+        return pd.DataFrame(columns=EXPOSURE_COLUMNS)
+    learned = truth.set_index(["passes", "dataset"])["learned_over_twin"]
+    cells = cells.assign(group=_group(cells))
+    cells = cells[cells["verdict"] != Verdict.NOT_APPLICABLE]
+    rows = []
+    for test, mine in cells.groupby("test", sort=True):
+        negatives = mine[mine["group"] != GROUP_PLANTED]
+        wrong = int((negatives["verdict"] == "evidence").sum())
+        positives = mine[mine["group"] == GROUP_PLANTED]
+        keys = list(zip(positives["passes"], positives["dataset"], strict=True))
+        positives = positives[[learned.get(k, nan) > 0 for k in keys]]
+        levels = {
+            int(r): (int((part["verdict"] == "evidence").sum()), len(part))
+            for r, part in positives.groupby("seen")
+        }
+        smallest = nan
+        for r in sorted(levels, reverse=True):
+            found, n = levels[r]
+            if found < n:
+                break
+            smallest = r
+        if negatives.empty or wrong / len(negatives) > MAX_FPR:
+            smallest = nan
+        rows.append(
+            {
+                "test": test,
+                "smallest_exposure": smallest,
+                "found_by_times_read": "; ".join(
+                    f"{r}: {found}/{n}" for r, (found, n) in sorted(levels.items())
+                ),
+                "false_positives": wrong,
+                "negatives": len(negatives),
+                "fpr_high": clopper_pearson(wrong, len(negatives))[1] if len(negatives) else nan,
+            }
+        )
+    rows.sort(key=lambda r: (r["test"] != "dataset", r["test"]))
+    return pd.DataFrame(rows, columns=EXPOSURE_COLUMNS)
+
+
+def exposure_markdown(table: pd.DataFrame) -> str:
+    """The exposure table as Markdown."""
+    lines = [
+        "| test | smallest times read found | files found / files that learned their rows, "
+        "by times read | false positives / negatives | FPR 95 % upper bound |",
+        "|---|---|---|---|---|",
+    ]
+    for _, r in table.iterrows():
+        smallest = "-" if isnan(r["smallest_exposure"]) else str(int(r["smallest_exposure"]))
+        bound = "-" if isnan(r["fpr_high"]) else f"{r['fpr_high']:.2f}"
+        lines.append(
+            f"| {r['test']} | {smallest} | {r['found_by_times_read'] or '-'} "
+            f"| {r['false_positives']} / {r['negatives']} | {bound} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -271,7 +347,8 @@ def write_report(
     table: pd.DataFrame, cells: pd.DataFrame, folder: Path, truth: pd.DataFrame
 ) -> dict[str, Path]:
     """Rate table (Markdown, CSV), every cell (CSV), the ground-truth view from
-    ``ground_truth_view`` (CSV, Markdown) and the figure (PNG) into ``folder``."""
+    ``ground_truth_view`` (CSV, Markdown), the exposure table (Markdown, CSV) and the figure
+    (PNG) into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = {
         "table_md": folder / "tpr_fpr.md",
@@ -280,12 +357,17 @@ def write_report(
         "ground_truth_csv": folder / "ground_truth.csv",
         "ground_truth_md": folder / "ground_truth.md",
         "figure": folder / "tpr_by_repetitions.png",
+        "exposure_md": folder / "exposure.md",
+        "exposure_csv": folder / "exposure.csv",
     }
     paths["table_md"].write_text(markdown_table(table))
     table.to_csv(paths["table_csv"], index=False)
     cells.to_csv(paths["cells_csv"], index=False)
     truth.to_csv(paths["ground_truth_csv"], index=False)
     paths["ground_truth_md"].write_text(ground_truth_markdown(truth))
+    exposure = exposure_table(cells, truth)
+    paths["exposure_md"].write_text(exposure_markdown(exposure))
+    exposure.to_csv(paths["exposure_csv"], index=False)
     figure = rate_figure(table)
     figure.savefig(paths["figure"], dpi=120)
     import matplotlib.pyplot as plt

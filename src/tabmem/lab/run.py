@@ -3,8 +3,8 @@
 Outputs go to ``<outputs>/lab/<setting>/``: ``checkpoints/p<passes>/`` (model folders),
 ``conf/model/lab-<setting>-p<passes>.yaml``, ``sweep.log``, ``ground_truth.csv`` (how much each
 checkpoint learned of each file), and the report (``tpr_fpr.md``, ``tpr_fpr.csv``,
-``cells.csv``, ``ground_truth.md``, ``tpr_by_repetitions.png``). The runs are the MLflow
-experiment ``lab-<setting>``, with one more run holding the report.
+``cells.csv``, ``ground_truth.md``, ``exposure.md``, ``tpr_by_repetitions.png``). The runs are
+the MLflow experiment ``lab-<setting>``, with one more run holding the report.
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from typing import Any
 import pandas as pd
 from omegaconf import OmegaConf
 
-from tabmem.data import dataset_specs, load_dataset
-from tabmem.errors import ConfigError
+from tabmem.data import Dataset, dataset_specs, load_dataset
+from tabmem.data.twin import twin_of
+from tabmem.errors import ConfigError, DatasetError
 from tabmem.lab.evaluate import Sweep, run_sweep, sweep_command
-from tabmem.lab.ground_truth import GROUND_TRUTH_COLUMNS, ground_truth_table
+from tabmem.lab.ground_truth import CONTROLS, GROUND_TRUTH_COLUMNS, ground_truth_table
 from tabmem.lab.models import base_model_config, base_weights, write_model_configs
 from tabmem.lab.plan import LabPlan, load_lab_config, make_plan
 from tabmem.lab.report import (
@@ -106,7 +107,10 @@ def run_lab(
     checkpoints = _checkpoints(folder, plan, trained)
     texts = {d: load_dataset(specs[d]) for d in [*plan.planted, *plan.held_out]}
     planted = {d: plan.planted_text(texts[d]) for d in plan.planted}
-    unread = {d: t for d in plan.planted if (t := plan.unread_text(texts[d])) is not None}
+    controls = {
+        "unread": {d: t for d in plan.planted if (t := plan.unread_text(texts[d])) is not None},
+        "twin": _twins(texts, int(cfg.seed), log),
+    }
     if checkpoints is None:
         base_cfg = base_model_config(str(cfg.base_model))
         weights = base_weights(base_cfg, outputs_dir.resolve() / "weights")
@@ -119,7 +123,7 @@ def run_lab(
     files_text = {**{d: texts[d].text for d in plan.held_out}, **planted}
     measured = fingerprint(cfg, ASKING)
     truth = _ground_truth(
-        cfg, plan, checkpoints, files_text, unread, root, outputs_dir, measured, log
+        cfg, plan, checkpoints, files_text, controls, root, outputs_dir, measured, log
     )
     seconds["ground_truth"] = time.monotonic() - started
     models = write_model_configs(plan, checkpoints, cfg.evaluation, root / "conf", stamp)
@@ -146,7 +150,20 @@ def run_lab(
     _log_report(outputs_dir.resolve(), experiment, plan, stamp, table, files, view)
     log(markdown_table(table))
     log(files["ground_truth_md"].read_text())
+    log(files["exposure_md"].read_text())
     return LabOutcome(plan, table, cells, files, seconds, view)
+
+
+def _twins(datasets: dict[str, Dataset], seed: int, log: Callable[[str], None]) -> dict[str, str]:
+    """Each file's twin text (the ground truth's control for what was learned of its rows);
+    a file no twin can be drawn for goes without, with a line saying so."""
+    twins = {}
+    for name, data in datasets.items():
+        try:
+            twins[name] = twin_of(data, seed).text
+        except DatasetError as exc:
+            log(f"no twin control for {name}: {exc}")
+    return twins
 
 
 def _ground_truth(
@@ -154,7 +171,7 @@ def _ground_truth(
     plan: LabPlan,
     checkpoints: dict[int, Path],
     texts: dict[str, str],
-    unread: dict[str, str],
+    controls: dict[str, dict[str, str]],
     root: Path,
     outputs_dir: Path,
     stamp: str,
@@ -186,7 +203,7 @@ def _ground_truth(
         int(cfg.seed),
         int(options.get("max_blocks", 48)),
         log,
-        unread,
+        controls,
     )
     truth = truth.assign(fingerprint=stamp)
     truth.to_csv(path, index=False)
@@ -213,8 +230,9 @@ def _log_report(
             metrics[f"{key}.rate"] = r["rate"]
     for _, r in truth.iterrows():
         key = f"ground_truth.{r['dataset']}.p{r['passes']}"
-        for column in ("loss", "loss_drop", "learned_over_unread", "rows_written_back"):
-            if r[column] == r[column]:  # NaN (no row sampled, no unread rows) is not a metric
+        measures = ("loss", "loss_drop", "rows_written_back")
+        for column in (*measures, *(f"learned_over_{c}" for c in CONTROLS)):
+            if r[column] == r[column]:  # NaN (no row sampled, no such control) is not a metric
                 metrics[f"{key}.{column}"] = float(r[column])
     store.log_cell(
         f"lab | {plan.name} | report",
@@ -225,6 +243,7 @@ def _log_report(
         {
             "tpr_fpr.md": files["table_md"].read_text(),
             "ground_truth.md": files["ground_truth_md"].read_text(),
+            "exposure.md": files["exposure_md"].read_text(),
         },
         failed=False,
     )

@@ -2,8 +2,9 @@
 
 The model reads each planted file's exact text from its first character (the tokenizer's
 BOS first, as a prompt gets it), cut into blocks of ``block_size`` tokens, in the plan's
-seeded order. Full fine-tuning or LoRA (``peft``; merged into the weights at every save, so
-each checkpoint is a plain model folder any backend can load).
+seeded order; where the plan has a stream, among documents of other text read the same way.
+Full fine-tuning or LoRA (``peft``; merged into the weights at every save, so each checkpoint
+is a plain model folder any backend can load).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from tabmem.errors import ProviderError
 from tabmem.lab.plan import LabPlan
+from tabmem.lab.stream import other_documents
 
 HINT = 'the lab needs torch, transformers and peft: pip install "tabmem[hf]"'
 
@@ -83,6 +85,10 @@ def save_checkpoint(model: Any, tokenizer: Any, folder: Path, lora: bool) -> Pat
     return folder
 
 
+def _count(tokenizer: Any, text: str) -> int:
+    return len(tokenizer(text, add_special_tokens=True)["input_ids"])
+
+
 def _batches(blocks: list[list[int]], size: int) -> list[list[list[int]]]:
     return [blocks[i : i + size] for i in range(0, len(blocks), size)]
 
@@ -146,15 +152,27 @@ def fine_tune(
     if 0 in plan.checkpoints:
         saved[0] = save_checkpoint(model, tokenizer, out_dir / "p0", lora)
     started = time.monotonic()
+    mixing = random.Random(seed)
     for number, names in enumerate(plan.schedule(seed), start=1):
-        sequences = [b for name in names for b in blocks[name]]
+        documents = [blocks[name] for name in names]
+        other = 0
+        if plan.stream is not None:
+            wanted = int(plan.stream.ratio * sum(len(b) for d in documents for b in d))
+            texts_read = other_documents(plan.stream, wanted, partial(_count, tokenizer), mixing)
+            extra = [file_blocks(tokenizer, t, block_size) for t in texts_read]
+            other = sum(len(d) for d in extra)
+            documents += extra
+            mixing.shuffle(documents)
+        sequences = [b for d in documents for b in d]
         losses = [
             _step(model, optimizer, batch, pad, device, clip)
             for batch in _batches(sequences, int(training.get("batch_size", 1)))
         ]
         mean = sum(losses) / max(len(losses), 1)
         log(
-            f"pass {number}/{plan.passes}: {len(sequences)} blocks, mean loss {mean:.3f}, "
+            f"pass {number}/{plan.passes}: {len(sequences)} blocks"
+            + (f" ({other} of other text)" if plan.stream is not None else "")
+            + f", mean loss {mean:.3f}, "
             f"{time.monotonic() - started:.0f} s"
         )
         if number in plan.checkpoints:
