@@ -280,7 +280,7 @@ def detail_table(outcomes: Sequence[Mapping[str, Any]], width: int) -> list[Text
                     _p(o.get("p_value")),
                     str(o.get("model_calls", 0)),
                     str(o.get("cache_hits", 0)),
-                    *([_usd(o)] if priced else []),
+                    *([usd(o)] if priced else []),
                     str(o.get("run_id") or NONE)[:12],
                 ]
             )
@@ -295,8 +295,9 @@ def detail_table(outcomes: Sequence[Mapping[str, Any]], width: int) -> list[Text
     return lines
 
 
-def _usd(outcome: Mapping[str, Any]) -> str:
-    """A test's reported cost; '+?' where some answers came from a model with no price."""
+def usd(outcome: Mapping[str, Any]) -> str:
+    """A test's or cell's reported cost; '+?' where some answers came from a model with no
+    price."""
     cost = f"{outcome.get('cost_usd', 0.0):.4f}"
     return f"{cost}+?" if outcome.get("unpriced_answers") else cost
 

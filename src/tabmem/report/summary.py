@@ -27,6 +27,7 @@ from tabmem.report.answer import (
     detail_table,
     problems,
     summary_console,
+    usd,
 )
 from tabmem.tracking.ui_links import browse_hint
 
@@ -77,16 +78,10 @@ def summary_table(outcomes: list[dict[str, Any]]) -> Table:
             o["figure"] or "-",
             str(o["model_calls"]),
             str(o["cache_hits"]),
-            _usd(o),
+            usd(o),
             o["run_id"][:12],
         )
     return table
-
-
-def _usd(outcome: dict[str, Any]) -> str:
-    """A cell's reported cost; '?' when some of its answers came from a model with no price."""
-    cost = f"{outcome.get('cost_usd', 0.0):.4f}"
-    return f"{cost}+?" if outcome.get("unpriced_answers") else cost
 
 
 def spend_line(outcomes: list[dict[str, Any]]) -> str:
