@@ -106,7 +106,8 @@ browser:
 		|| echo "chromium is not installed and cannot be here: the browser test will be skipped"
 
 # The contamination lab, minimal setting (CPU, minutes): docs/lab.md. LAB=standard: four files at
-# graded depths, every test of rows seen (CPU, about 1 h 45 min); LAB=full on a GPU.
+# graded depths, every test of rows seen (CPU, about 1 h 45 min); LAB=stream: files read 16, 4
+# and once among other text, the likelihood tests (CPU); LAB=full on a GPU.
 LAB ?= minimal
 lab: install
 	$(TABMEM) lab $(LAB)
