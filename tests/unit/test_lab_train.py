@@ -13,7 +13,7 @@ from tiny_model import save_tiny_model
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.lab.plan import LabPlan
 from tabmem.lab.stream import load_stream
-from tabmem.lab.train import _step, fine_tune
+from tabmem.lab.train import _step, file_blocks, fine_tune
 from tabmem.llm.transformers_backend import TransformersBackend, weights_fingerprint
 
 TEXT = "a,b\n" + "".join(f"{i},{i * 7 % 10}\n" for i in range(12))
@@ -126,3 +126,13 @@ def test_a_stream_reads_other_text_between_the_planted_files(tmp_path):
         blocks = int(line.split(": ")[1].split(" blocks")[0])
         other = int(line.split("(")[1].split(" of other text")[0])
         assert blocks == planted_blocks + other and other >= 2
+
+
+def test_a_last_block_of_one_token_is_left_out_it_has_nothing_to_predict(tmp_path):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(save_tiny_model(tmp_path / "m"))
+    ids = tokenizer(TEXT, add_special_tokens=True)["input_ids"]
+    size = len(ids) - 1  # one token left for a second block
+    assert [len(b) for b in file_blocks(tokenizer, TEXT, size)] == [size]
+    assert [len(b) for b in file_blocks(tokenizer, TEXT, size - 1)] == [size - 1, 2]

@@ -70,7 +70,7 @@ def mean_token_loss(
     first ``max_blocks``), with the number of tokens and blocks it covers."""
     import torch
 
-    blocks = [b for b in file_blocks(tokenizer, text, block_size)[:max_blocks] if len(b) > 1]
+    blocks = file_blocks(tokenizer, text, block_size)[:max_blocks]
     device = next(model.parameters()).device
     total, count = 0.0, 0
     model.eval()

@@ -61,9 +61,12 @@ def resolve_device(device: str) -> str:
 
 
 def file_blocks(tokenizer: Any, text: str, block_size: int) -> list[list[int]]:
-    """A file's tokens (BOS first when the tokenizer adds one) cut into consecutive blocks."""
+    """A file's tokens (BOS first when the tokenizer adds one) cut into consecutive blocks;
+    a last block of one token is left out: it has no token to predict, and its loss, a mean
+    over nothing, would be NaN and turn every weight NaN at the next step."""
     ids = list(tokenizer(text, add_special_tokens=True)["input_ids"])
-    return [ids[i : i + block_size] for i in range(0, len(ids), block_size)]
+    blocks = [ids[i : i + block_size] for i in range(0, len(ids), block_size)]
+    return [b for b in blocks if len(b) > 1]
 
 
 def with_lora(model: Any, r: int, alpha: int) -> Any:
