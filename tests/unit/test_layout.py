@@ -3,6 +3,7 @@ every import between the package's parts points down the layers below (imports o
 checking may point up)."""
 
 import ast
+from itertools import pairwise
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -113,3 +114,18 @@ def test_no_module_imports_itself_through_others_not_even_for_type_checking():
         if module not in done:
             visit(module, [module], {module}, done)
     assert circles == []
+
+
+def test_the_contributing_guide_lists_the_layers_in_order():
+    guide = (SRC.parent / "docs" / "contributing.md").read_text()
+    table = guide.split("| layer | parts | job |")[1].split("\n\n")[0]
+    listed = [
+        {name.strip("`/ ") for name in line.split("|")[2].split(",")}
+        for line in table.splitlines()[2:]
+    ]
+    flattened = [name for names in listed for name in sorted(names)]
+    expected = [name for names in LAYERS[:-1] for name in sorted(names)]  # tabmem: the package
+    assert sorted(flattened) == sorted(expected)
+    position = {name: i for i, names in enumerate(listed) for name in names}
+    for lower, upper in pairwise(LAYERS[:-1]):
+        assert max(position[n] for n in lower) <= min(position[n] for n in upper)
