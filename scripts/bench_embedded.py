@@ -10,6 +10,11 @@
 - Prompt tokens per query for every test (chat form, the model's own tokenizer and template),
   and whether llama.cpp's KV cache is reused: for the first queries of each test, the tokens of
   each prompt that were evaluated versus those already in the cache from the previous query.
+- The memorization suite on a researcher's CSV (``--suite-rows`` rows of titanic written to a
+  file of its own, ``dataset=csv``): ``tabmem run … test=memorization`` in a fresh outputs
+  folder, wall and CPU seconds per test, beside the engine's raw rates on this machine (a
+  long prompt evaluated from nothing; tokens generated greedily): the tokens llama.cpp
+  evaluated and generated, at the raw rates, are the floor no harness can beat.
 
     python scripts/bench_embedded.py [--dataset iris] [--repeats 2] [--threads 2]
     python scripts/bench_embedded.py --smoke   # 1 and 2 slots, one query, short prompts
@@ -18,7 +23,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -39,6 +48,8 @@ from tabmem.llm.base import GenerationParams, Request
 from tabmem.llm.client import LanguageModel
 from tabmem.llm.llama_cpp_backend import LlamaCppBackend
 from tabmem.llm.weights import package_file
+from tabmem.tracking.runs import load_runs
+from tabmem.tracking.store import default_tracking_uri
 
 CONTEXT = 8192
 SLOTS = (1, 2, 4)
@@ -197,6 +208,102 @@ def prompt_tokens_and_reuse(
     print("text tok: the messages' text alone; prompt tok: with the chat template, as evaluated")
 
 
+def raw_rates(threads: int | None, text: str) -> tuple[float, float]:
+    """The engine's own prompt-evaluation and generation rates (tokens a second) on this
+    machine: ``text``'s first 6,000 characters evaluated from an empty cache, then 128 tokens
+    generated greedily."""
+    backend = engine(1, threads)
+    server = backend._server
+    prompt = server.handle_completions(  # a stretch well inside the context window
+        {"prompt": text[:6000], "max_tokens": 1, "cache_prompt": False, "temperature": 0.0}
+    )["timings"]
+    generated = server.handle_completions(
+        {
+            "prompt": text[:200],
+            "max_tokens": 128,
+            "cache_prompt": False,
+            "temperature": 0.0,
+            "ignore_eos": True,
+        }
+    )["timings"]
+    backend.close()
+    return prompt["prompt_per_second"], generated["predicted_per_second"]
+
+
+def _count(run: Any, metric: str) -> int:
+    """A run's count metric; 0 where it logged none."""
+    value = run.get(f"metric.{metric}")
+    return 0 if value is None or value != value else int(value)
+
+
+def memorization_suite(rows: int, threads: int | None) -> None:
+    """``tabmem run model=smollm2-135m test=memorization`` on the first ``rows`` rows of
+    titanic as a file of the researcher's own: wall and CPU seconds, tokens evaluated and
+    generated per test, and the time those tokens take at the engine's raw rates."""
+    source = load_dataset(dataset_specs()["titanic"])
+    with tempfile.TemporaryDirectory(prefix="bench-embedded-") as folder:
+        csv = Path(folder) / "passengers.csv"
+        csv.write_text(source.newline.join(source.records[: rows + 1]) + source.newline)
+        prompt_rate, decode_rate = raw_rates(threads, csv.read_text())
+        outputs = Path(folder) / "outputs"
+        command = [
+            str(Path(sys.executable).parent / "tabmem"),
+            "run",
+            "model=smollm2-135m",
+            "dataset=csv",
+            f"dataset.path={csv}",
+            "dataset.name=passengers",
+            "test=memorization",
+            f"outputs_dir={outputs}",
+            "show_queries=false",
+            "progress=false",
+            *([f"model.n_threads={threads}"] if threads else []),
+        ]
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+        before = os.times()
+        started = time.perf_counter()
+        result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        after = os.times()
+        if result.returncode:
+            raise SystemExit(f"the memorization suite failed:\n{result.stderr[-3000:]}")
+        cpu = (after.children_user - before.children_user) + (
+            after.children_system - before.children_system
+        )
+        runs = load_runs(default_tracking_uri(outputs))
+    table = []
+    for _, run in runs.sort_values("start_time").iterrows():
+        count = {k: _count(run, k) for k in ("model_calls", "prompt_tokens", "completion_tokens")}
+        if run["test"] == "dataset":  # the dataset verdict asks nothing
+            continue
+        generated = count["completion_tokens"]
+        evaluated = _count(run, "evaluated_tokens") - generated
+        floor = evaluated / prompt_rate + generated / decode_rate
+        table.append(
+            [
+                run["test"],
+                count["model_calls"],
+                count["prompt_tokens"],
+                evaluated,
+                generated,
+                f"{floor:.0f}",
+            ]
+        )
+    floor = sum(float(r[-1]) for r in table)
+    print_table(
+        f"3d. test=memorization on {rows} rows of a CSV of one's own (dataset=csv): "
+        f"{wall:.0f} s wall, {cpu:.0f} s CPU; raw rates here: prompt {prompt_rate:.0f} tok/s, "
+        f"generation {decode_rate:.0f} tok/s",
+        ["test", "calls", "prompt tok", "evaluated tok", "generated tok", "s at raw rates"],
+        table,
+    )
+    print(
+        f"the suite's wall time is {wall / max(floor, 1e-9):.1f} x the time its evaluated and "
+        f"generated tokens take at the engine's raw rates ({floor:.0f} s); the rest is start-up, "
+        "baselines and tracking"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", default="iris")
@@ -206,6 +313,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
     parser.add_argument(
         "--kv-queries", type=int, default=3, help="queries per test for 3b (0: skip)"
+    )
+    parser.add_argument(
+        "--suite-rows", type=int, default=200, help="rows of the CSV in 3d (0: skip)"
     )
     add_smoke_flag(parser)
     args = parser.parse_args()
@@ -231,6 +341,8 @@ def main() -> None:
     backend.close()
     throughput(requests, args.repeats, args.threads, slots)
     scoring(dataset, args.rows, args.threads, slots[-1])
+    if args.suite_rows and not args.smoke:
+        memorization_suite(args.suite_rows, args.threads)
 
 
 if __name__ == "__main__":
