@@ -321,12 +321,17 @@ def test_exposure_is_the_smallest_times_read_from_which_every_learned_file_is_fo
     table = exposure_table(lab_cells(frame, "t"), truth).set_index("test")
     header = table.loc["header"]
     assert header["smallest_exposure"] == 4  # c, read once, learned and was missed
-    assert header["found_by_times_read"] == "1: 0/1; 4: 1/1; 16: 1/1"  # d learned nothing
+    assert header["found_by_times_read"] == (  # d learned nothing
+        "1: 0/1 [0.00, 0.97]; 4: 1/1 [0.03, 1.00]; 16: 1/1 [0.03, 1.00]"
+    )
     assert (header["false_positives"], header["negatives"]) == (0, 2)
     assert header["fpr_high"] == pytest.approx(0.8419, abs=1e-4)
     zlib = table.loc["zlib_ratio"]
     assert isnan(zlib["smallest_exposure"])  # a false positive: no exposure at FPR <= 1 %
     assert (zlib["false_positives"], zlib["negatives"]) == (1, 2)
     lines = exposure_markdown(table.reset_index()).splitlines()
-    assert lines[2] == "| header | 4 | 1: 0/1; 4: 1/1; 16: 1/1 | 0 / 2 | 0.84 |"
-    assert lines[3].startswith("| zlib_ratio | - | 4: 0/1; 16: 1/1 | 1 / 2 |")
+    assert lines[2] == (
+        "| header | 4 | 1: 0/1 [0.00, 0.97]; 4: 1/1 [0.03, 1.00]; 16: 1/1 [0.03, 1.00] "
+        "| 0 / 2 | 0.84 |"
+    )
+    assert lines[3].startswith("| zlib_ratio | - | 4: 0/1 [0.00, 0.97]; 16: 1/1 [0.03, 1.00] |")

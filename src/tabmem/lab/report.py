@@ -272,7 +272,8 @@ def exposure_table(cells: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:
                 "test": test,
                 "smallest_exposure": smallest,
                 "found_by_times_read": "; ".join(
-                    f"{r}: {found}/{n}" for r, (found, n) in sorted(levels.items())
+                    f"{r}: {found}/{n} {_interval(found, n)}"
+                    for r, (found, n) in sorted(levels.items())
                 ),
                 "false_positives": wrong,
                 "negatives": len(negatives),
@@ -283,11 +284,16 @@ def exposure_table(cells: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=EXPOSURE_COLUMNS)
 
 
+def _interval(found: int, n: int) -> str:
+    low, high = clopper_pearson(found, n)
+    return f"[{low:.2f}, {high:.2f}]"
+
+
 def exposure_markdown(table: pd.DataFrame) -> str:
     """The exposure table as Markdown."""
     lines = [
         "| test | smallest times read found | files found / files that learned their rows, "
-        "by times read | false positives / negatives | FPR 95 % upper bound |",
+        "by times read (95 % CI) | false positives / negatives | FPR 95 % upper bound |",
         "|---|---|---|---|---|",
     ]
     for _, r in table.iterrows():
