@@ -107,10 +107,6 @@ def run_lab(
     checkpoints = _checkpoints(folder, plan, trained)
     texts = {d: load_dataset(specs[d]) for d in [*plan.planted, *plan.held_out]}
     planted = {d: plan.planted_text(texts[d]) for d in plan.planted}
-    controls = {
-        "unread": {d: t for d in plan.planted if (t := plan.unread_text(texts[d])) is not None},
-        "twin": _twins(texts, int(cfg.seed), log),
-    }
     if checkpoints is None:
         base_cfg = base_model_config(str(cfg.base_model))
         weights = base_weights(base_cfg, outputs_dir.resolve() / "weights")
@@ -123,7 +119,7 @@ def run_lab(
     files_text = {**{d: texts[d].text for d in plan.held_out}, **planted}
     measured = fingerprint(cfg, ASKING)
     truth = _ground_truth(
-        cfg, plan, checkpoints, files_text, controls, root, outputs_dir, measured, log
+        cfg, plan, checkpoints, files_text, texts, root, outputs_dir, measured, log
     )
     seconds["ground_truth"] = time.monotonic() - started
     models = write_model_configs(plan, checkpoints, cfg.evaluation, root / "conf", stamp)
@@ -171,13 +167,14 @@ def _ground_truth(
     plan: LabPlan,
     checkpoints: dict[int, Path],
     texts: dict[str, str],
-    controls: dict[str, dict[str, str]],
+    datasets: dict[str, Dataset],
     root: Path,
     outputs_dir: Path,
     stamp: str,
     log: Callable[[str], None],
 ) -> pd.DataFrame:
-    """How much each checkpoint learned of each file (``ground_truth.csv``; kept for a re-run
+    """How much each checkpoint learned of each file (``texts``: as read) against its controls
+    (drawn from ``datasets`` only when it is measured) (``ground_truth.csv``; kept for a re-run
     of the same setting: its ``fingerprint`` column). The base model is checkpoint 0 when the
     lab keeps it."""
     path = root / "ground_truth.csv"
@@ -188,6 +185,10 @@ def _ground_truth(
             log(f"reusing the ground truth in {path} (same lab setting)")
             return kept.drop(columns=["found_by", "dataset_verdict"], errors="ignore")
     options = cfg.get("ground_truth") or {}
+    controls = {
+        "unread": {d: t for d in plan.planted if (t := plan.unread_text(datasets[d])) is not None},
+        "twin": _twins(datasets, int(cfg.seed), log),
+    }
     base = checkpoints.get(0) or base_weights(
         base_model_config(str(cfg.base_model)),
         outputs_dir.resolve() / "weights",

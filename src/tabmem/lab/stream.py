@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tabmem.data import dataset_specs, load_dataset
+from tabmem.data.registry import resolve_path
 from tabmem.errors import ConfigError, DatasetError
 
 SOURCES = ("code", "prose", "tables")
@@ -53,7 +54,9 @@ def load_stream(cfg: Mapping[str, Any] | None, pool: Sequence[str]) -> Stream | 
             f"The lab's stream needs a ratio > 0 and sources among {', '.join(SOURCES)} "
             f"(got ratio {ratio}, sources {list(sources)})."
         )
-    tables = tuple(d for d in _local_tables() if d not in pool and "tables" in sources)
+    tables = ()
+    if "tables" in sources:
+        tables = tuple(d for d in _local_tables() if d not in pool)
     if "tables" in sources and not tables:
         raise ConfigError("The lab's stream reads tables, but every local CSV is in its pool.")
     return Stream(ratio, sources, tables)
@@ -61,11 +64,11 @@ def load_stream(cfg: Mapping[str, Any] | None, pool: Sequence[str]) -> Stream | 
 
 @cache
 def _local_tables() -> tuple[str, ...]:
-    """The registered tabular datasets whose file ships with the package."""
+    """The registered tabular datasets whose file ships with the package (found, not read)."""
     names = []
     for name, spec in dataset_specs().items():
         try:
-            if spec.kind != "series" and load_dataset(spec).rows:
+            if spec.kind != "series" and resolve_path(spec):
                 names.append(name)
         except DatasetError:  # a file the user provides: not here
             continue

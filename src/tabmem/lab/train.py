@@ -60,13 +60,22 @@ def resolve_device(device: str) -> str:
     return ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
 
 
-def file_blocks(tokenizer: Any, text: str, block_size: int) -> list[list[int]]:
-    """A file's tokens (BOS first when the tokenizer adds one) cut into consecutive blocks;
-    a last block of one token is left out: it has no token to predict, and its loss, a mean
-    over nothing, would be NaN and turn every weight NaN at the next step."""
-    ids = list(tokenizer(text, add_special_tokens=True)["input_ids"])
+def token_ids(tokenizer: Any, text: str) -> list[int]:
+    """A text's tokens, BOS first when the tokenizer adds one."""
+    return list(tokenizer(text, add_special_tokens=True)["input_ids"])
+
+
+def cut_blocks(ids: list[int], block_size: int) -> list[list[int]]:
+    """Tokens cut into consecutive blocks; a last block of one token is left out: it has no
+    token to predict, and its loss, a mean over nothing, would be NaN and turn every weight
+    NaN at the next step."""
     blocks = [ids[i : i + block_size] for i in range(0, len(ids), block_size)]
     return [b for b in blocks if len(b) > 1]
+
+
+def file_blocks(tokenizer: Any, text: str, block_size: int) -> list[list[int]]:
+    """A file's tokens (``token_ids``) cut into blocks (``cut_blocks``)."""
+    return cut_blocks(token_ids(tokenizer, text), block_size)
 
 
 def with_lora(model: Any, r: int, alpha: int) -> Any:
@@ -86,10 +95,6 @@ def save_checkpoint(model: Any, tokenizer: Any, folder: Path, lora: bool) -> Pat
     plain.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
-
-
-def _count(tokenizer: Any, text: str) -> int:
-    return len(tokenizer(text, add_special_tokens=True)["input_ids"])
 
 
 def _batches(blocks: list[list[int]], size: int) -> list[list[list[int]]]:
@@ -156,13 +161,20 @@ def fine_tune(
         saved[0] = save_checkpoint(model, tokenizer, out_dir / "p0", lora)
     started = time.monotonic()
     mixing = random.Random(seed)
+    ids: dict[str, list[int]] = {}  # other text, each document tokenized once: counted, then cut
+
+    def count(text: str) -> int:
+        if text not in ids:
+            ids[text] = token_ids(tokenizer, text)
+        return len(ids[text])
+
     for number, names in enumerate(plan.schedule(seed), start=1):
         documents = [blocks[name] for name in names]
         other = 0
         if plan.stream is not None:
             wanted = int(plan.stream.ratio * sum(len(b) for d in documents for b in d))
-            texts_read = other_documents(plan.stream, wanted, partial(_count, tokenizer), mixing)
-            extra = [file_blocks(tokenizer, t, block_size) for t in texts_read]
+            texts_read = other_documents(plan.stream, wanted, count, mixing)
+            extra = [cut_blocks(ids[t], block_size) for t in texts_read]
             other = sum(len(d) for d in extra)
             documents += extra
             mixing.shuffle(documents)
