@@ -7,7 +7,8 @@ dataset planted ``r`` times has been read ``min(p, r)`` times, and a checkpoint 
 pass ``p`` is a model that has seen each planted file exactly that often. A setting may plant
 only the header and first rows of a file (``first_rows``): the pattern the papers found on
 Adult and California Housing, and a real model that knows a share of a file's rows; and it may
-read other text between the files (``stream``, ``tabmem.lab.stream``), as pretraining does.
+read other text between the files (``stream``, ``tabmem.lab.stream``), as pretraining does;
+and its pool may hold parts of one large file (``slices``, ``tabmem.lab.slices``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from omegaconf import OmegaConf
 
 from tabmem.data import Dataset
 from tabmem.errors import ConfigError
+from tabmem.lab.slices import Slices, load_slices
 from tabmem.lab.stream import Stream, load_stream
 from tabmem.paths import conf_dir
 
@@ -29,8 +31,9 @@ from tabmem.paths import conf_dir
 @dataclass(frozen=True)
 class LabPlan:
     """Planted datasets with their repetition counts, held-out datasets, checkpoints, the
-    planted datasets of which only the first rows are read (dataset -> data rows), and the
-    other text read beside them (None: the planted files alone)."""
+    planted datasets of which only the first rows are read (dataset -> data rows), the
+    other text read beside them (None: the planted files alone) and the large file whose
+    parts are in the pool (None: whole files only)."""
 
     name: str
     planted: dict[str, int]
@@ -38,6 +41,7 @@ class LabPlan:
     checkpoints: list[int]
     first_rows: dict[str, int] = field(default_factory=dict)
     stream: Stream | None = None
+    slices: Slices | None = None
 
     @property
     def passes(self) -> int:
@@ -89,9 +93,13 @@ def load_lab_config(setting: str, overrides: Sequence[str] = ()) -> Any:
 
 
 def make_plan(cfg: Mapping[str, Any]) -> LabPlan:
-    """Choose the planted datasets (seeded) and deal them repetition counts in turn."""
-    pool = [str(d) for d in cfg["pool"]]
-    plantable = [str(d) for d in cfg.get("plantable") or pool]
+    """Choose the planted datasets (seeded) and deal them repetition counts in turn; the
+    parts of a ``slices`` section join the pool (and may be planted)."""
+    slices = load_slices(cfg.get("slices"))
+    parts = slices.names if slices else []
+    pool = [*(str(d) for d in cfg.get("pool") or []), *parts]
+    named = [str(d) for d in cfg.get("plantable") or []]
+    plantable = [*named, *parts] if named else pool
     unknown = [d for d in plantable if d not in pool]
     if unknown:
         raise ConfigError(f"Lab datasets {unknown} are plantable but not in the lab's pool.")
@@ -119,5 +127,6 @@ def make_plan(cfg: Mapping[str, Any]) -> LabPlan:
         held_out=[d for d in pool if d not in planted],
         checkpoints=sorted({int(c) for c in cfg["checkpoints"]}),
         first_rows={d: n for d, n in first_rows.items() if d in planted},
-        stream=load_stream(cfg.get("stream"), pool),
+        stream=load_stream(cfg.get("stream"), [*pool, *([slices.source] if slices else [])]),
+        slices=slices,
     )

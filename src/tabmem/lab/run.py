@@ -1,7 +1,8 @@
 """The contamination lab end to end: plan, fine-tune, evaluate as a sweep, report the rates.
 
 Outputs go to ``<outputs>/lab/<setting>/``: ``checkpoints/p<passes>/`` (model folders),
-``conf/model/lab-<setting>-p<passes>.yaml``, ``sweep.log``, ``ground_truth.csv`` (how much each
+``conf/model/lab-<setting>-p<passes>.yaml`` (and ``conf/dataset/``, ``data/``: a ``slices``
+setting's parts), ``sweep.log``, ``ground_truth.csv`` (how much each
 checkpoint learned of each file), and the report (``tpr_fpr.md``, ``tpr_fpr.csv``,
 ``cells.csv``, ``ground_truth.md``, ``exposure.md``, ``tpr_by_repetitions.png``). The runs are
 the MLflow experiment ``lab-<setting>``, with one more run holding the report.
@@ -34,6 +35,7 @@ from tabmem.lab.report import (
     rate_table,
     write_report,
 )
+from tabmem.lab.slices import write_slices
 from tabmem.lab.train import fine_tune
 from tabmem.tracking.runs import load_runs
 from tabmem.tracking.store import TrackingStore, tracking_uri
@@ -98,6 +100,8 @@ def run_lab(
         + (f", first rows only {plan.first_rows}" if plan.first_rows else "")
     )
     specs = dataset_specs()
+    if plan.slices:
+        specs |= write_slices(plan.slices, root)
     missing = [d for d in [*plan.planted, *plan.held_out] if d not in specs]
     if missing:
         raise ConfigError(f"The lab's pool names unknown datasets: {', '.join(missing)}.")

@@ -1,0 +1,110 @@
+"""Several lab files cut from one large file: many files per depth, and never-read siblings.
+
+A setting's ``slices`` section cuts ``count`` files of ``rows`` consecutive data rows each
+(the header first, rows exactly as in the source) from one registered dataset, from data row
+``start`` on, and adds them to the lab's pool as ``<source>-part<k>``. Two things follow:
+
+- several files per depth, so an exposure curve counts files rather than one file a depth;
+- the strictest negative the lab has: a part never read, whose siblings were. A model that
+  read the other parts knows the source's distribution, format and domain better than any
+  data-only baseline, and has never seen this part's rows.
+
+The parts are written as CSV files with dataset configs (``<root>/data/``,
+``<root>/conf/dataset/``), found by the sweep through Hydra's search path like the lab's
+model configs; the source itself is never read as the stream's other text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tabmem.data import Dataset, DatasetSpec, dataset_specs, load_dataset
+from tabmem.data.registry import spec_from_config
+from tabmem.errors import ConfigError
+from tabmem.paths import conf_dir
+
+
+@dataclass(frozen=True)
+class Slices:
+    """``count`` parts of ``rows`` consecutive data rows of ``source``, from data row ``start``
+    (0-based) on."""
+
+    source: str
+    rows: int
+    count: int
+    start: int = 0
+
+    @property
+    def names(self) -> list[str]:
+        return [f"{self.source}-part{k + 1}" for k in range(self.count)]
+
+    def texts(self, data: Dataset) -> dict[str, str]:
+        """Each part's text: the source's header, then its rows, exactly as in the file."""
+        if self.start + self.rows * self.count > data.n_rows:
+            raise ConfigError(
+                f"The lab's slices need {self.rows * self.count} rows of '{self.source}' from "
+                f"row {self.start}, and it has {data.n_rows}."
+            )
+        out = {}
+        for k, name in enumerate(self.names):
+            first = 1 + self.start + k * self.rows
+            records = [data.header, *data.records[first : first + self.rows]]
+            out[name] = data.newline.join(records) + data.newline
+        return out
+
+
+def load_slices(cfg: Mapping[str, Any] | None) -> Slices | None:
+    """The setting's ``slices`` section (None where it has none)."""
+    if not cfg:
+        return None
+    source = str(cfg.get("source", ""))
+    if source not in dataset_specs():
+        raise ConfigError(f"The lab's slices name an unknown source dataset '{source}'.")
+    rows, count, start = int(cfg.get("rows", 0)), int(cfg.get("count", 0)), int(cfg.get("start", 0))
+    if rows < 2 or count < 2 or start < 0:
+        raise ConfigError(
+            "The lab's slices need rows >= 2, count >= 2 and start >= 0 "
+            f"(got rows {rows}, count {count}, start {start})."
+        )
+    return Slices(source, rows, count, start)
+
+
+def write_slices(slices: Slices, root: Path) -> dict[str, DatasetSpec]:
+    """Write every part's file and dataset config under ``root``; their specs by name."""
+    base = _source_config(slices.source)
+    texts = slices.texts(load_dataset(dataset_specs()[slices.source]))
+    (root / "data").mkdir(parents=True, exist_ok=True)
+    (root / "conf" / "dataset").mkdir(parents=True, exist_ok=True)
+    specs = {}
+    for k, (name, text) in enumerate(texts.items()):
+        path = (root / "data" / f"{name}.csv").resolve()
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8", newline="")
+        first = slices.start + k * slices.rows
+        cfg = {
+            **base,
+            "name": name,
+            "file": None,
+            "path": str(path),
+            "description": f"Data rows {first + 1}-{first + slices.rows} of {slices.source}: "
+            + str(base.get("description", "")),
+        }
+        header = f"# A lab part of {slices.source} (tabmem.lab.slices), written by the lab.\n"
+        target = root / "conf" / "dataset" / f"{name}.yaml"
+        target.write_text(header + yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True))
+        specs[name] = spec_from_config(cfg)
+    return specs
+
+
+def _source_config(name: str) -> dict[str, Any]:
+    """The source dataset's config as written in ``conf/dataset/``."""
+    for path in sorted((conf_dir() / "dataset").glob("*.yaml")):
+        cfg = yaml.safe_load(path.read_text())
+        if isinstance(cfg, dict) and cfg.get("name") == name:
+            return cfg
+    raise ConfigError(f"No dataset config names '{name}' in conf/dataset/.")
