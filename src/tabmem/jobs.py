@@ -43,23 +43,28 @@ class CellOutcome:
 
     def add_calls(self, calls: dict[str, float]) -> None:
         """Take the calls, tokens and dollars of the cell's queries."""
-        for name in (
-            "model_calls",
-            "cache_hits",
-            "prompt_tokens",
-            "completion_tokens",
-            "cached_prompt_tokens",
-            "evaluated_tokens",
-            "unpriced_answers",
-            "uncounted_answers",
-        ):
-            setattr(self, name, int(calls.get(name, 0)))
-        self.cost_usd = float(calls.get("cost_usd", 0.0))
+        for name in SPEND:
+            kind = type(getattr(self, name))
+            setattr(self, name, kind(calls.get(name, 0)))
 
     def write(self, folder: Path) -> None:
         """One file per test of the cell, read back by the end-of-run summary."""
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"cell-{self.test}.json").write_text(json.dumps(asdict(self), indent=2))
+
+
+SPEND = (
+    "model_calls",
+    "cache_hits",
+    "prompt_tokens",
+    "completion_tokens",
+    "cached_prompt_tokens",
+    "evaluated_tokens",
+    "cost_usd",
+    "unpriced_answers",
+    "uncounted_answers",
+)
+"""What a cell's queries spent (``CallStats``' counters the summary shows and sums)."""
 
 
 def outputs_dir(cfg: Any) -> Path:

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from tabmem.jobs import CELL_GLOB, PLAN_GLOB, CellOutcome
+from tabmem.jobs import CELL_GLOB, PLAN_GLOB, SPEND, CellOutcome
 from tabmem.report.answer import (
     answer_notes,
     answer_table,
@@ -88,20 +88,7 @@ def spend_line(outcomes: list[dict[str, Any]]) -> str:
     """The grid's total spend, counted as the summary's ``calls`` and ``cached`` columns count:
     the requests sent and what their answers' servers reported in tokens and USD (and how many
     answers came without a token count), then the answers served from the cache."""
-    total = {
-        key: sum(o.get(key, 0) for o in outcomes)
-        for key in (
-            "model_calls",
-            "cache_hits",
-            "prompt_tokens",
-            "completion_tokens",
-            "cached_prompt_tokens",
-            "evaluated_tokens",
-            "cost_usd",
-            "unpriced_answers",
-            "uncounted_answers",
-        )
-    }
+    total = {key: sum(o.get(key, 0) for o in outcomes) for key in SPEND}
     text = (
         f"Spend: ${total['cost_usd']:.4f} for {_calls(total['model_calls'])} "
         f"({total['prompt_tokens']:,} prompt and {total['completion_tokens']:,} completion "
