@@ -73,6 +73,8 @@ def raw_rate(model: LanguageModel, text: str, tokens: int) -> tuple[int, float, 
             step = max(16, (1 << 24) // int(backend.model.get_output_embeddings().weight.shape[0]))
             for at in range(0, len(ids), step):
                 torch.log_softmax(backend._head(states[at : at + step]).float(), dim=-1)
+        if batch.is_cuda:  # the kernels run after the call returns: wait for them
+            torch.cuda.synchronize()
 
     runs = [timed(forward) for _ in range(2)]
     _, wall, cpu = min(runs, key=lambda r: r[1])
