@@ -13,7 +13,7 @@ import threading
 import time
 import traceback
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -213,23 +213,18 @@ def run_cell(
             console.print(
                 f"[bold red]failed[/] {Cell.from_config(cfg).run_name}: {problem}", **one_line
             )
-        store = open_store(cfg)
-        budget = None if problem is not None else grid_budget(cfg, grid_dir or job_dir)
-        threads = cpu_share(cells_at_once)
-        told = Console(quiet=True) if problem is not None else console
-        outcomes += _run_pending(
-            cfg,
-            store,
-            pending,
+        recorder = Recorder(
+            open_store(cfg),
             suite,
-            resolved_yaml,
             job_dir,
-            told,
-            budget,
-            threads,
-            problem,
+            resolved_yaml,
+            Console(quiet=True) if problem is not None else console,
             brief=brief,
+            show_queries=bool(cfg.show_queries),
+            traces=bool(cfg.tracking.get("traces", True)),
         )
+        budget = None if problem is not None else grid_budget(cfg, grid_dir or job_dir)
+        outcomes += _run_pending(cfg, recorder, pending, budget, cpu_share(cells_at_once), problem)
     group = group_hash(cell_params(cfg))
     for outcome in outcomes:
         outcome.seed, outcome.group = int(cfg.seed), group
@@ -295,19 +290,14 @@ def cells_at_once(launcher: Any, multirun: bool) -> int:
 
 def _run_pending(
     cfg: Any,
-    store: TrackingStore,
+    recorder: Recorder,
     pending: list[tuple[Cell, dict[str, Any], Any]],
-    suite: str,
-    resolved_yaml: str,
-    job_dir: Path,
-    console: Console,
     budget: Budget | None = None,
     threads: int | None = None,
     problem: TabmemError | None = None,
-    brief: bool = False,
 ) -> list[CellOutcome]:
     """Load the data and the model once, then run and log each pending test (each fails with
-    ``problem``, the preflight's, when there is one); ``brief``: one line per test."""
+    ``problem``, the preflight's, when there is one)."""
     from tabmem.battery.base import TestContext, run_test
     from tabmem.data import load_dataset
     from tabmem.data.transforms import apply_transform
@@ -333,27 +323,13 @@ def _run_pending(
                 cache,
                 outputs_dir(cfg) / "weights",
                 # a bar is drawn in a terminal only: piped, it would leave an empty line
-                show_progress=bool(cfg.progress) and console.is_terminal,
+                show_progress=bool(cfg.progress) and recorder.console.is_terminal,
                 budget=budget,
                 threads=threads,
                 batch_dir=batch_dir(cfg),
             )
         except Exception as exc:
-            return [
-                _log_failure(
-                    store,
-                    cell,
-                    params,
-                    suite,
-                    job_dir,
-                    resolved_yaml,
-                    exc,
-                    console,
-                    started,
-                    brief=brief,
-                )
-                for cell, params, _ in pending
-            ]
+            return [recorder.failed(cell, params, exc, started) for cell, params, _ in pending]
         for cell, params, test_cfg in pending:
             before = model.stats.as_dict()
             model.budget_stop = None
@@ -372,22 +348,7 @@ def _run_pending(
                 result.info.update(twin_info(dataset))
             except Exception as exc:
                 calls = model.stats.since(before)
-                outcomes.append(
-                    _log_failure(
-                        store,
-                        cell,
-                        params,
-                        suite,
-                        job_dir,
-                        resolved_yaml,
-                        exc,
-                        console,
-                        started,
-                        model,
-                        calls,
-                        brief=brief,
-                    )
-                )
+                outcomes.append(recorder.failed(cell, params, exc, started, model, calls))
                 started = time.time_ns()
                 continue
             calls = model.stats.since(before)
@@ -395,21 +356,8 @@ def _run_pending(
                 result.records, cell.tags(), (started, time.time_ns()), list(model.answered)
             )
             outcomes.append(
-                log_result(
-                    store,
-                    cell,
-                    params,
-                    suite,
-                    job_dir,
-                    resolved_yaml,
-                    result,
-                    calls,
-                    cfg,
-                    console,
-                    queries,
-                    model.endpoint,
-                    data_input=data_input,
-                    brief=brief,
+                recorder.finished(
+                    cell, params, result, calls, queries, model.endpoint, data_input=data_input
                 )
             )
             started = time.time_ns()
@@ -420,17 +368,6 @@ def _run_pending(
         cache.close()
 
 
-def _tags(
-    cell: Cell, params: dict[str, Any], suite: str, job_dir: Path, endpoint: str = ""
-) -> dict[str, str]:
-    tags = {**cell.tags(), "config_hash": config_hash(params), "sweep_dir": str(job_dir.parent)}
-    if suite:
-        tags["suite"] = suite
-    if endpoint:
-        tags["endpoint"] = endpoint
-    return tags
-
-
 def grid_budget(cfg: Any, grid_dir: Path) -> Budget | None:
     """The grid's spending cap (``budget_usd``), shared through a ledger in the grid's folder."""
     from tabmem.llm.budget import Budget
@@ -439,126 +376,142 @@ def grid_budget(cfg: Any, grid_dir: Path) -> Budget | None:
     return None if limit is None else Budget(float(limit), grid_dir / SPEND_LEDGER)
 
 
-def _log_failure(
-    store: TrackingStore,
-    cell: Cell,
-    params: dict[str, Any],
-    suite: str,
-    job_dir: Path,
-    resolved_yaml: str,
-    exc: Exception,
-    console: Console,
-    started_ns: int,
-    model: LanguageModel | None = None,
-    calls: dict[str, float] | None = None,
-    brief: bool = False,
-) -> CellOutcome:
-    """A failed cell: logged as a FAILED run with its error (and the tokens and dollars its
-    queries used before it failed); one sentence on the terminal (one line, ``brief``: the
-    summary at the end says it whole)."""
-    message = str(exc) if isinstance(exc, TabmemError) else f"{type(exc).__name__}: {exc}"
-    texts = {"config.yaml": resolved_yaml}
-    if not isinstance(exc, TabmemError):
-        texts["traceback.txt"] = "".join(traceback.format_exception(exc))
-    endpoint = model.endpoint if model is not None else ""
-    tags = {
-        **_tags(cell, params, suite, job_dir, endpoint),
-        "verdict": "failed",
-        "error": message[:5000],
-    }
-    run_id = store.log_cell(
-        run_title(cell, "failed"),
-        tags,
-        params,
-        calls or {},
-        {},
-        texts,
-        failed=True,
-        start_ms=started_ns // 1_000_000,
-        description=run_description("failed", message),
-    )
-    console.print(
-        f"[bold red]failed[/] {cell.run_name}: {message}",
-        no_wrap=brief,
-        overflow="ellipsis" if brief else None,
-    )
-    outcome = CellOutcome(**cell.tags(), status="failed", run_id=run_id, message=message)
-    outcome.add_calls(calls or {})
-    return outcome
+@dataclass(frozen=True)
+class Recorder:
+    """Where and how a job's cells are recorded: the MLflow store, the suite they ran in (""
+    for a single test), the job's folder and resolved config, and the terminal; ``brief``: one
+    line a cell (a grid's), ``show_queries``: the best queries under a result, ``traces``: each
+    query as an MLflow trace."""
 
+    store: TrackingStore
+    suite: str
+    job_dir: Path
+    resolved_yaml: str
+    console: Console
+    brief: bool = False
+    show_queries: bool = False
+    traces: bool = True
 
-def log_result(
-    store: TrackingStore,
-    cell: Cell,
-    params: dict[str, Any],
-    suite: str,
-    job_dir: Path,
-    resolved_yaml: str,
-    result: TestResult,
-    calls: dict[str, float],
-    cfg: Any,
-    console: Console,
-    queries: QueryLog,
-    endpoint: str = "",
-    extra_tags: dict[str, str] | None = None,
-    data_input: DatasetInput | ShownData | None = None,
-    brief: bool = False,
-) -> CellOutcome:
-    """A finished cell: verdict, figures, every query and the config, as one FINISHED run
-    (``extra_tags`` mark where its answers came from, such as a transcript; ``data_input``, the
-    data as the model was shown it (``tracking.inputs``), the run's dataset input). ``brief``
-    (a grid's cell): its verdict on one line, without its reason and best query."""
-    import yaml
+    def tags(self, cell: Cell, params: dict[str, Any], endpoint: str = "") -> dict[str, str]:
+        """The tags every run of a cell carries."""
+        tags = {
+            **cell.tags(),
+            "config_hash": config_hash(params),
+            "sweep_dir": str(self.job_dir.parent),
+        }
+        if self.suite:
+            tags["suite"] = self.suite
+        if endpoint:
+            tags["endpoint"] = endpoint
+        return tags
 
-    from tabmem.report.terminal import show_brief, show_result
+    def failed(
+        self,
+        cell: Cell,
+        params: dict[str, Any],
+        exc: Exception,
+        started_ns: int,
+        model: LanguageModel | None = None,
+        calls: dict[str, float] | None = None,
+    ) -> CellOutcome:
+        """A failed cell: logged as a FAILED run with its error (and the tokens and dollars its
+        queries used before it failed); one sentence on the terminal (one line when ``brief``:
+        the summary at the end says it whole)."""
+        message = str(exc) if isinstance(exc, TabmemError) else f"{type(exc).__name__}: {exc}"
+        texts = {"config.yaml": self.resolved_yaml}
+        if not isinstance(exc, TabmemError):
+            texts["traceback.txt"] = "".join(traceback.format_exception(exc))
+        endpoint = model.endpoint if model is not None else ""
+        tags = {
+            **self.tags(cell, params, endpoint),
+            "verdict": "failed",
+            "error": message[:5000],
+        }
+        run_id = self.store.log_cell(
+            run_title(cell, "failed"),
+            tags,
+            params,
+            calls or {},
+            {},
+            texts,
+            failed=True,
+            start_ms=started_ns // 1_000_000,
+            description=run_description("failed", message),
+        )
+        self.console.print(
+            f"[bold red]failed[/] {cell.run_name}: {message}",
+            no_wrap=self.brief,
+            overflow="ellipsis" if self.brief else None,
+        )
+        outcome = CellOutcome(**cell.tags(), status="failed", run_id=run_id, message=message)
+        outcome.add_calls(calls or {})
+        return outcome
 
-    if brief:
-        show_brief(result, cell.run_name, headline(result), console)
-    else:
-        console.print(f"[bold]{cell.run_name}[/]")
-        show_result(result, console, verbose=bool(cfg.show_queries))
-    metrics = {**result.all_metrics(), **calls}
-    summary = {
-        "verdict": result.verdict.value,
-        "reason": result.reason,
-        "metrics": metrics,
-        "info": result.info,
-    }
-    tags = {
-        **_tags(cell, params, suite, job_dir, endpoint),
-        **info_tags(result),
-        **(extra_tags or {}),
-        "verdict": result.verdict.value,
-        "reason": result.reason[:5000],
-    }
-    run_id = store.log_cell(
-        run_title(cell, result.verdict.value),
-        tags,
-        params,
-        metrics,
-        {
-            **({"queries.json": queries_table(result, queries.answered)} if result.records else {}),
-            **result.tables,
-        },
-        {
-            "config.yaml": resolved_yaml,
-            "result.yaml": yaml.safe_dump(summary, sort_keys=False, allow_unicode=True),
-        },
-        failed=False,
-        figures=result.figures,
-        start_ms=queries.window_ns[0] // 1_000_000,
-        description=run_description(result.verdict.value, result.reason, headline(result)),
-        queries=queries if cfg.tracking.get("traces", True) else None,
-        dataset=data_input,
-    )
-    close_figures(result)
-    outcome = CellOutcome(
-        **cell.tags(),
-        status="finished",
-        verdict=result.verdict.value,
-        figure=headline(result),
-        run_id=run_id,
-        p_value=result.p_value,
-    )
-    outcome.add_calls(calls)
-    return outcome
+    def finished(
+        self,
+        cell: Cell,
+        params: dict[str, Any],
+        result: TestResult,
+        calls: dict[str, float],
+        queries: QueryLog,
+        endpoint: str = "",
+        extra_tags: dict[str, str] | None = None,
+        data_input: DatasetInput | ShownData | None = None,
+    ) -> CellOutcome:
+        """A finished cell: verdict, figures, every query and the config, as one FINISHED run
+        (``extra_tags`` mark where its answers came from, such as a transcript; ``data_input``,
+        the data as the model was shown it (``tracking.inputs``), the run's dataset input)."""
+        import yaml
+
+        from tabmem.report.terminal import show_brief, show_result
+
+        if self.brief:
+            show_brief(result, cell.run_name, headline(result), self.console)
+        else:
+            self.console.print(f"[bold]{cell.run_name}[/]")
+            show_result(result, self.console, verbose=self.show_queries)
+        metrics = {**result.all_metrics(), **calls}
+        summary = {
+            "verdict": result.verdict.value,
+            "reason": result.reason,
+            "metrics": metrics,
+            "info": result.info,
+        }
+        tags = {
+            **self.tags(cell, params, endpoint),
+            **info_tags(result),
+            **(extra_tags or {}),
+            "verdict": result.verdict.value,
+            "reason": result.reason[:5000],
+        }
+        artifacts = (
+            {"queries.json": queries_table(result, queries.answered)} if result.records else {}
+        )
+        run_id = self.store.log_cell(
+            run_title(cell, result.verdict.value),
+            tags,
+            params,
+            metrics,
+            {**artifacts, **result.tables},
+            {
+                "config.yaml": self.resolved_yaml,
+                "result.yaml": yaml.safe_dump(summary, sort_keys=False, allow_unicode=True),
+            },
+            failed=False,
+            figures=result.figures,
+            start_ms=queries.window_ns[0] // 1_000_000,
+            description=run_description(result.verdict.value, result.reason, headline(result)),
+            queries=queries if self.traces else None,
+            dataset=data_input,
+        )
+        close_figures(result)
+        outcome = CellOutcome(
+            **cell.tags(),
+            status="finished",
+            verdict=result.verdict.value,
+            figure=headline(result),
+            run_id=run_id,
+            p_value=result.p_value,
+        )
+        outcome.add_calls(calls)
+        return outcome

@@ -58,7 +58,7 @@ def run_rescore(
     from tabmem.data import load_dataset
     from tabmem.data.transforms import apply_transform
     from tabmem.data.twin import twin_info
-    from tabmem.runner import log_result, open_store
+    from tabmem.runner import Recorder, open_store
     from tabmem.tracking.inputs import dataset_input
     from tabmem.tracking.traces import QueryLog
 
@@ -108,17 +108,20 @@ def run_rescore(
         run_id = store.finished_run(config_hash(cell_params))
     if run_id is None:
         window = (int(started.timestamp() * 1e9), int(datetime.now().timestamp() * 1e9))
-        outcome = log_result(
+        recorder = Recorder(
             store,
-            cell,
-            cell_params,
             "",
             outputs / "rescore" / started.strftime("%Y-%m-%d/%H-%M-%S-%f"),
             OmegaConf.to_yaml(OmegaConf.create({**tree, "transcript": str(path)})),
+            console,
+            show_queries=bool(cfg.show_queries),
+            traces=bool(cfg.tracking.get("traces", True)),
+        )
+        outcome = recorder.finished(
+            cell,
+            cell_params,
             result,
             {},
-            cfg,
-            console,
             QueryLog(result.records, cell.tags(), window),
             extra_tags={"source": "transcript", "transcript_sha256": digest},
             data_input=dataset_input(data),
