@@ -1,6 +1,6 @@
 """The contamination lab's plan and its TPR/FPR table, on hand-made cells."""
 
-from math import isnan
+from math import isnan, nan
 from pathlib import Path
 
 import pandas as pd
@@ -316,6 +316,7 @@ def test_exposure_is_the_smallest_times_read_from_which_every_learned_file_is_fo
             "passes": [16, 16, 16, 16, 16, 0],
             "dataset": ["a", "b", "c", "d", "h", "a"],
             "learned_over_twin": [0.5, 0.1, 0.02, -0.01, 0.0, 0.0],
+            "learned_over_unread": [nan, nan, nan, nan, nan, nan],
         }
     )
     table = exposure_table(lab_cells(frame, "t"), truth).set_index("test")
@@ -323,6 +324,13 @@ def test_exposure_is_the_smallest_times_read_from_which_every_learned_file_is_fo
     assert header["smallest_exposure"] == 4  # c, read once, learned and was missed
     assert header["found_by_times_read"] == (  # d learned nothing
         "1: 0/1 [0.00, 0.97]; 4: 1/1 [0.03, 1.00]; 16: 1/1 [0.03, 1.00]"
+    )
+    # c beat its twin but not its own unread rows: the model knew the file's distribution,
+    # not these rows, so c is not a file that learned its rows
+    siblings = truth.assign(learned_over_unread=[nan, nan, -0.05, nan, nan, nan])
+    unread = exposure_table(lab_cells(frame, "t"), siblings).set_index("test")
+    assert (
+        unread.loc["header", "found_by_times_read"] == "4: 1/1 [0.03, 1.00]; 16: 1/1 [0.03, 1.00]"
     )
     assert (header["false_positives"], header["negatives"]) == (0, 2)
     assert header["fpr_high"] == pytest.approx(0.8419, abs=1e-4)

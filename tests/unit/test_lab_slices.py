@@ -1,10 +1,14 @@
 """A lab pool of parts of one large file: the cut, the configs the sweep finds, the plan."""
 
+from math import isnan, nan
+
+import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.errors import ConfigError
+from tabmem.lab.ground_truth import siblings
 from tabmem.lab.plan import make_plan
 from tabmem.lab.slices import Slices, load_slices, write_slices
 
@@ -68,3 +72,23 @@ def test_parts_join_the_pool_and_the_source_is_never_other_text():
     assert "iris" not in plan.stream.tables and "wine" not in plan.stream.tables
     named = make_plan({**cfg, "plantable": ["wine"], "n_planted": 6 - 1})
     assert "wine" in named.planted  # the named plantable files and every part
+
+
+def test_a_parts_unread_control_is_its_never_read_siblings_on_the_same_checkpoint():
+    truth = pd.DataFrame(
+        {
+            "passes": [4, 4, 4, 4, 0, 0],
+            "dataset": ["p1", "p2", "p3", "p4", "p1", "p2"],
+            "loss": [0.8, 0.9, 1.0, 1.1, 2.5, 2.5],
+            "loss_drop": [1.7, 1.6, 1.5, 1.4, 0.0, 0.0],
+            "unread_loss": [nan] * 6,
+            "unread_loss_drop": [nan] * 6,
+            "learned_over_unread": [nan] * 6,
+        }
+    )
+    out = siblings(truth, ["p3", "p4"])
+    first = out.iloc[0]  # p1 read: against p3 and p4 after 4 passes
+    assert first["unread_loss"] == pytest.approx(1.05)
+    assert first["learned_over_unread"] == pytest.approx(1.7 - 1.45)
+    assert out.iloc[2]["learned_over_unread"] == pytest.approx(1.5 - 1.4)  # p3: p4 alone
+    assert isnan(out.iloc[4]["learned_over_unread"])  # no never-read part measured at p0

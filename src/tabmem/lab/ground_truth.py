@@ -19,14 +19,21 @@ file's rows was learned beyond the control):
   (``tabmem.data.twin``: the same header, formats and distributions, rows no model saw): what
   was learned about *these rows*, not the table's format or domain;
 - ``learned_over_unread``: where only a file's first rows were read, how much more their loss
-  fell than the loss of the same file's unread rows.
+  fell than the loss of the same file's unread rows; for a part of a larger file
+  (``tabmem.lab.slices``), how much more it fell than the never-read parts' (``siblings``).
+
+The twin is a model of the file's distribution, and a model that learned that distribution
+better than the twin (from the other parts of the same file, say) lowers a real row's loss
+more than a twin row's whether or not it read that row: in the lab's parts setting the
+never-read parts learned as much over their twins as the parts read 4 times. Where a file has
+unread rows of its own, they are the control that tells reading from knowing the distribution.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -260,6 +267,26 @@ def ground_truth_table(
                 }
             )
     return pd.DataFrame(out, columns=GROUND_TRUTH_COLUMNS)
+
+
+def siblings(truth: pd.DataFrame, never_read: Sequence[str]) -> pd.DataFrame:
+    """The unread control of parts of one file (``tabmem.lab.slices``; ``truth``: their rows
+    of the ground truth, ``never_read``: the parts no checkpoint read): on each checkpoint, the
+    mean loss and loss drop of the never-read parts other than the part itself, and how much
+    more the part's loss fell (``learned_over_unread``)."""
+    out = truth.copy()
+    for index, row in truth.iterrows():
+        mine = truth[
+            (truth["passes"] == row["passes"])
+            & truth["dataset"].isin(never_read)
+            & (truth["dataset"] != row["dataset"])
+        ]
+        if mine.empty:
+            continue
+        out.loc[index, "unread_loss"] = mine["loss"].mean()
+        out.loc[index, "unread_loss_drop"] = mine["loss_drop"].mean()
+        out.loc[index, "learned_over_unread"] = row["loss_drop"] - mine["loss_drop"].mean()
+    return out
 
 
 def _controlled(truth: GroundTruth, base: GroundTruth) -> dict[str, float]:

@@ -236,16 +236,28 @@ MAX_FPR = 0.01
 """The false-positive rate an exposure is reported at."""
 
 
+def rows_learned(truth: pd.DataFrame) -> pd.Series:
+    """Whether each checkpoint × file learned the rows it read, by (passes, dataset): its loss
+    fell more than its unread rows' (the same file's rows never read; a part's never-read
+    siblings) where it has them, else more than its twin's. The unread rows come first: a
+    model that learned the file's distribution from other rows beats the twin on rows it never
+    read (``tabmem.lab.ground_truth``)."""
+    control = truth["learned_over_unread"].where(
+        truth["learned_over_unread"].notna(), truth["learned_over_twin"]
+    )
+    return (control > 0).set_axis(pd.MultiIndex.from_frame(truth[["passes", "dataset"]]))
+
+
 def exposure_table(cells: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:
     """Per test (and the dataset verdict): the smallest times read from which every file that
-    learned its rows (``learned_over_twin`` > 0 on that checkpoint) was found, and the
+    learned its rows (``rows_learned``) was found, and the
     false positives on the negatives (the base model, never-read files) with the upper end of
     their 95 % interval. No exposure is named where none was found or the negatives' observed
     rate is above ``MAX_FPR``; with a few dozen negatives the bound stays far above it, and
     the table shows it rather than the claim."""
     if cells.empty:
         return pd.DataFrame(columns=EXPOSURE_COLUMNS)
-    learned = truth.set_index(["passes", "dataset"])["learned_over_twin"]
+    learned = rows_learned(truth)
     cells = cells.assign(group=_group(cells))
     cells = cells[cells["verdict"] != Verdict.NOT_APPLICABLE]
     rows = []
@@ -254,7 +266,7 @@ def exposure_table(cells: pd.DataFrame, truth: pd.DataFrame) -> pd.DataFrame:
         wrong = int((negatives["verdict"] == "evidence").sum())
         positives = mine[mine["group"] == GROUP_PLANTED]
         keys = list(zip(positives["passes"], positives["dataset"], strict=True))
-        positives = positives[[learned.get(k, nan) > 0 for k in keys]]
+        positives = positives[[bool(learned.get(k, False)) for k in keys]]
         levels = {
             int(r): (int((part["verdict"] == "evidence").sum()), len(part))
             for r, part in positives.groupby("seen")

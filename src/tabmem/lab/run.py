@@ -25,7 +25,12 @@ from tabmem.data import Dataset, dataset_specs, load_dataset
 from tabmem.data.twin import twin_of
 from tabmem.errors import ConfigError, DatasetError
 from tabmem.lab.evaluate import Sweep, run_sweep, sweep_command
-from tabmem.lab.ground_truth import CONTROLS, GROUND_TRUTH_COLUMNS, ground_truth_table
+from tabmem.lab.ground_truth import (
+    CONTROLS,
+    GROUND_TRUTH_COLUMNS,
+    ground_truth_table,
+    siblings,
+)
 from tabmem.lab.models import base_model_config, base_weights, write_model_configs
 from tabmem.lab.plan import LabPlan, load_lab_config, make_plan
 from tabmem.lab.report import (
@@ -187,7 +192,7 @@ def _ground_truth(
         current = set(GROUND_TRUTH_COLUMNS) <= set(kept)  # written by this version
         if current and "fingerprint" in kept and set(kept["fingerprint"].astype(str)) == {stamp}:
             log(f"reusing the ground truth in {path} (same lab setting)")
-            return kept.drop(columns=["found_by", "dataset_verdict"], errors="ignore")
+            return _parts(kept.drop(columns=["found_by", "dataset_verdict"], errors="ignore"), plan)
     options = cfg.get("ground_truth") or {}
     controls = {
         "unread": {d: t for d in plan.planted if (t := plan.unread_text(datasets[d])) is not None},
@@ -210,9 +215,18 @@ def _ground_truth(
         log,
         controls,
     )
-    truth = truth.assign(fingerprint=stamp)
+    truth = _parts(truth.assign(fingerprint=stamp), plan)
     truth.to_csv(path, index=False)
     return truth
+
+
+def _parts(truth: pd.DataFrame, plan: LabPlan) -> pd.DataFrame:
+    """The ground truth with each part's never-read siblings as its unread control, where the
+    pool holds parts of one file (``siblings``)."""
+    if plan.slices is None:
+        return truth
+    never_read = [d for d in plan.slices.names if d in plan.held_out]
+    return siblings(truth, never_read)
 
 
 def _log_report(
