@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from tabmem.errors import RetryPolicy
-from tabmem.llm.base import LOGPROBS, capabilities_of
+from tabmem.llm.base import LOGPROBS, LogprobBackend, capabilities_of
 from tabmem.llm.cache import ResponseCache
 
 DEFAULT_BATCH = 8
@@ -87,7 +87,7 @@ def score_key(identity: dict[str, str], request: ScoreRequest) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def _scorer(backend: Any) -> Callable[[list[tuple[str, str]]], list[list[float]]]:
+def _scorer(backend: LogprobBackend) -> Callable[[list[tuple[str, str]]], list[list[float]]]:
     batch = getattr(backend, "logprobs_batch", None)
     if callable(batch):
         return batch
