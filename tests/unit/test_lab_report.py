@@ -19,7 +19,7 @@ from tabmem.lab.report import (
     ground_truth_markdown,
     ground_truth_view,
     lab_cells,
-    markdown_table,
+    rate_markdown,
     rate_table,
 )
 
@@ -226,7 +226,7 @@ def test_not_applicable_cells_are_counted_apart_not_as_misses():
     held = table.loc[(GROUP_HELD_OUT, 0)]
     assert (held["cells"], held["not_applicable"]) == (0, 1)
     assert held["rate"] != held["rate"]  # no applicable cell: no rate (NaN)
-    assert "| 0 / 0 | - | - | 1 |" in markdown_table(rate_table(lab_cells(frame, "t")))
+    assert "| 0 / 0 | - | - | 1 |" in rate_markdown(rate_table(lab_cells(frame, "t")))
 
 
 def test_cells_of_other_settings_are_ignored():

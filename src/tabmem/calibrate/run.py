@@ -51,7 +51,6 @@ from tabmem.calibrate.tables import (
     file_power_markdown,
     fpr_rows,
     fpr_table,
-    markdown,
     power_figure,
     power_markdown,
     power_rows,
@@ -61,6 +60,7 @@ from tabmem.jobs import test_plan
 from tabmem.llm.base import capabilities_of
 from tabmem.llm.oracle import ORACLES
 from tabmem.llm.oracle.partial import RESTS, Recall
+from tabmem.markdown import markdown_table
 from tabmem.results import Verdict
 
 
@@ -737,7 +737,7 @@ def fpr_markdown(outcome: Outcome) -> str:
         "seeds, on the files where it applied, until it has as many applicable cells as the "
         "run planned per test. The dataset verdict's variants combine the tests of a suite "
         "(`memorization suite`: `test=memorization`) or leave the sample test out.\n\n"
-        + markdown(FPR_HEADER, body)
+        + markdown_table(FPR_HEADER, body)
         + "\n\n## `evidence` / applicable cells per negative\n\n"
         + breakdown_markdown(outcome.cells, outcome.verdicts, tests, "model", BASELINE_SHARED)
         + "\n\n## `evidence` / applicable cells per file\n\n"

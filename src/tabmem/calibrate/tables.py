@@ -18,6 +18,7 @@ from typing import Any
 
 from scipy import stats
 
+from tabmem.markdown import markdown_table
 from tabmem.results import Verdict
 from tabmem.stats.combine import DatasetRule, TestOutcome, decide_dataset
 from tabmem.stats.pvalues import clopper_pearson
@@ -185,7 +186,7 @@ def breakdown_markdown(
         header = [by if by != "model" else "negative", *columns]
         if notes is not None:
             header.append("shares a model with a baseline")
-        parts.append(f"### setting: {setting}\n\n" + markdown(header, body))
+        parts.append(f"### setting: {setting}\n\n" + markdown_table(header, body))
     return "\n\n".join(parts)
 
 
@@ -232,13 +233,6 @@ def power_rows(
             }
         )
     return out
-
-
-def markdown(header: Sequence[str], body: Iterable[Sequence[Any]]) -> str:
-    """A GitHub-flavoured markdown table."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in body]
-    return "\n".join(lines)
 
 
 def fpr_table(fpr: Sequence[Mapping[str, Any]], inapplicable: Mapping[str, str]) -> list[list[str]]:
@@ -304,7 +298,7 @@ def power_markdown(power: Sequence[Mapping[str, Any]]) -> str:
                     cells.append(f"{rate} [{r['tpr_low']:.2f}, {r['tpr_high']:.2f}]")
             body.append([test, *cells])
         header = ["test", *(f"TPR at share {s:g}" for s in shares)]
-        parts.append(f"### rest: {rest}, setting: {setting}\n\n" + markdown(header, body))
+        parts.append(f"### rest: {rest}, setting: {setting}\n\n" + markdown_table(header, body))
     return "\n\n".join(parts)
 
 
@@ -343,7 +337,8 @@ def file_power_markdown(verdicts: Sequence[Mapping[str, Any]]) -> str:
             body.append([dataset, *cells])
         header = ["file", *(f"share {s:g}" for s in shares)]
         parts.append(
-            f"### {label} per file, rest: {rest}, setting: {setting}\n\n" + markdown(header, body)
+            f"### {label} per file, rest: {rest}, setting: {setting}\n\n"
+            + markdown_table(header, body)
         )
     return "\n\n".join(parts)
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from tabmem.markdown import markdown_table
 from tabmem.results import Verdict
 from tabmem.stats.pvalues import clopper_pearson
 
@@ -156,13 +157,19 @@ def _datasets(cells: pd.DataFrame) -> str:
     return ", ".join(sorted(names))
 
 
-def markdown_table(table: pd.DataFrame) -> str:
+def rate_markdown(table: pd.DataFrame) -> str:
     """The rate table as Markdown: TPR rows (planted) and FPR rows (held out)."""
-    lines = [
-        "| test | group | repetitions | detected / cells | rate | 95 % CI | not applicable "
-        "| datasets |",
-        "|---|---|---|---|---|---|---|---|",
+    header = [
+        "test",
+        "group",
+        "repetitions",
+        "detected / cells",
+        "rate",
+        "95 % CI",
+        "not applicable",
+        "datasets",
     ]
+    rows = []
     for _, r in table.iterrows():
         kind = (
             "TPR"
@@ -174,11 +181,19 @@ def markdown_table(table: pd.DataFrame) -> str:
         rate, ci = "-", "-"
         if r["cells"]:
             rate, ci = f"{kind} {r['rate']:.2f}", f"[{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
-        lines.append(
-            f"| {r['test']} | {r['group']} | {r['repetitions']} | {r['detected']} / {r['cells']} "
-            f"| {rate} | {ci} | {r['not_applicable']} | {r['datasets']} |"
+        rows.append(
+            [
+                r["test"],
+                r["group"],
+                r["repetitions"],
+                f"{r['detected']} / {r['cells']}",
+                rate,
+                ci,
+                r["not_applicable"],
+                r["datasets"],
+            ]
         )
-    return "\n".join(lines) + "\n"
+    return markdown_table(header, rows) + "\n"
 
 
 def ground_truth_view(truth: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
@@ -201,27 +216,47 @@ def _nats(value: float, spec: str) -> str:
 
 def ground_truth_markdown(view: pd.DataFrame) -> str:
     """The ground-truth view as Markdown: planted files first, deepest checkpoint first."""
-    lines = [
-        "| checkpoint | dataset | group | times read | loss | base loss | loss drop "
-        "| twin's loss drop | learned over twin | learned over unread | rows written back "
-        "| found by | dataset verdict |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    header = [
+        "checkpoint",
+        "dataset",
+        "group",
+        "times read",
+        "loss",
+        "base loss",
+        "loss drop",
+        "twin's loss drop",
+        "learned over twin",
+        "learned over unread",
+        "rows written back",
+        "found by",
+        "dataset verdict",
     ]
     order = view.assign(_held=view["group"] != GROUP_PLANTED)
     order = order.sort_values(["_held", "dataset", "passes"], ascending=[True, True, False])
+    rows = []
     for _, r in order.iterrows():
         name = f"{r['dataset']} (first {r['first_rows']} rows)" if r["first_rows"] else r["dataset"]
-        rows = (
+        written = (
             f"{round(r['rows_written_back'] * r['rows_n'])} / {r['rows_n']}" if r["rows_n"] else "-"
         )
-        lines.append(
-            f"| after {r['passes']} passes | {name} | {r['group']} | {r['repetitions']} "
-            f"| {r['loss']:.3f} | {r['base_loss']:.3f} | {r['loss_drop']:+.3f} "
-            f"| {_nats(r['twin_loss_drop'], '+.3f')} | {_nats(r['learned_over_twin'], '+.3f')} "
-            f"| {_nats(r['learned_over_unread'], '+.3f')} | {rows} "
-            f"| {r['found_by'] or '-'} | {r['dataset_verdict'] or '-'} |"
+        rows.append(
+            [
+                f"after {r['passes']} passes",
+                name,
+                r["group"],
+                r["repetitions"],
+                f"{r['loss']:.3f}",
+                f"{r['base_loss']:.3f}",
+                f"{r['loss_drop']:+.3f}",
+                _nats(r["twin_loss_drop"], "+.3f"),
+                _nats(r["learned_over_twin"], "+.3f"),
+                _nats(r["learned_over_unread"], "+.3f"),
+                written,
+                r["found_by"] or "-",
+                r["dataset_verdict"] or "-",
+            ]
         )
-    return "\n".join(lines) + "\n"
+    return markdown_table(header, rows) + "\n"
 
 
 EXPOSURE_COLUMNS = [
@@ -303,19 +338,27 @@ def _interval(found: int, n: int) -> str:
 
 def exposure_markdown(table: pd.DataFrame) -> str:
     """The exposure table as Markdown."""
-    lines = [
-        "| test | smallest times read found | files found / files that learned their rows, "
-        "by times read (95 % CI) | false positives / negatives | FPR 95 % upper bound |",
-        "|---|---|---|---|---|",
+    header = [
+        "test",
+        "smallest times read found",
+        "files found / files that learned their rows, by times read (95 % CI)",
+        "false positives / negatives",
+        "FPR 95 % upper bound",
     ]
+    rows = []
     for _, r in table.iterrows():
         smallest = "-" if isnan(r["smallest_exposure"]) else str(int(r["smallest_exposure"]))
         bound = "-" if isnan(r["fpr_high"]) else f"{r['fpr_high']:.2f}"
-        lines.append(
-            f"| {r['test']} | {smallest} | {r['found_by_times_read'] or '-'} "
-            f"| {r['false_positives']} / {r['negatives']} | {bound} |"
+        rows.append(
+            [
+                r["test"],
+                smallest,
+                r["found_by_times_read"] or "-",
+                f"{r['false_positives']} / {r['negatives']}",
+                bound,
+            ]
         )
-    return "\n".join(lines) + "\n"
+    return markdown_table(header, rows) + "\n"
 
 
 def rate_figure(table: pd.DataFrame) -> Any:
@@ -378,7 +421,7 @@ def write_report(
         "exposure_md": folder / "exposure.md",
         "exposure_csv": folder / "exposure.csv",
     }
-    paths["table_md"].write_text(markdown_table(table))
+    paths["table_md"].write_text(rate_markdown(table))
     table.to_csv(paths["table_csv"], index=False)
     cells.to_csv(paths["cells_csv"], index=False)
     truth.to_csv(paths["ground_truth_csv"], index=False)

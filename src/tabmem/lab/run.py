@@ -36,7 +36,7 @@ from tabmem.lab.plan import LabPlan, load_lab_config, make_plan
 from tabmem.lab.report import (
     ground_truth_view,
     lab_cells,
-    markdown_table,
+    rate_markdown,
     rate_table,
     write_report,
 )
@@ -153,7 +153,7 @@ def run_lab(
     view = ground_truth_view(truth, cells)
     files = write_report(table, cells, root, view)
     _log_report(outputs_dir.resolve(), experiment, plan, stamp, table, files, view)
-    log(markdown_table(table))
+    log(rate_markdown(table))
     log(files["ground_truth_md"].read_text())
     log(files["exposure_md"].read_text())
     return LabOutcome(plan, table, cells, files, seconds, view)

@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from tabmem.battery.forecast import PERIODS_TABLE
+from tabmem.markdown import markdown_table
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 
@@ -116,7 +117,5 @@ def forecast_table(client: Any, experiment_ids: Sequence[str]) -> pd.DataFrame:
 def to_markdown(table: pd.DataFrame) -> str:
     """The table as GitHub Markdown, without extra dependencies."""
     head = [*table.index.names, *table.columns]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for key, row in table.iterrows():
-        lines.append("| " + " | ".join([*map(str, key), *row.astype(str)]) + " |")
-    return "\n".join(lines) + "\n"
+    rows = [[*map(str, key), *row.astype(str)] for key, row in table.iterrows()]
+    return markdown_table(head, rows) + "\n"

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from tabmem.markdown import markdown_table
+
 
 @dataclass
 class ReportTable:
@@ -39,11 +41,10 @@ class ReportFigure:
 def markdown(table: ReportTable) -> str:
     """A GitHub-flavoured Markdown table with its title and footnotes."""
     frame = table.frame.astype(str)
-    header = "| " + " | ".join(str(c) for c in frame.columns) + " |"
-    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    body = ["| " + " | ".join(_md_cell(v) for v in row) + " |" for row in frame.itertuples(False)]
+    rows = [[_md_cell(v) for v in row] for row in frame.itertuples(False)]
     notes = [f"\n{note}" for note in table.footnotes]
-    return "\n".join([f"## {table.title}\n", header, rule, *body, *notes]) + "\n"
+    grid = markdown_table(list(frame.columns), rows)
+    return "\n".join([f"## {table.title}\n", grid, *notes]) + "\n"
 
 
 def _md_cell(value: object) -> str:
