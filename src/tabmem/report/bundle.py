@@ -30,6 +30,7 @@ import yaml
 from tabmem.data.provenance import measure
 from tabmem.data.registry import resolve_path, spec_from_config
 from tabmem.errors import ConfigError
+from tabmem.markdown import markdown_table
 from tabmem.report.cell_text import number
 from tabmem.report.dataset_verdicts import DATASET_TEST, combined_runs
 from tabmem.report.paper_runs import TEMPERATURE
@@ -270,34 +271,44 @@ def _figure(value: float | None) -> str:
 
 def verdict_table(manifest: Manifest) -> str:
     """The bundle's verdicts as Markdown: one line per cell, then the dataset verdicts."""
-    lines = [
-        f"# Verdicts of experiment '{manifest.experiment}'",
-        "",
+    cells = [
+        [
+            c.model,
+            c.dataset,
+            c.transform,
+            c.test,
+            c.seed,
+            c.verdict,
+            _figure(c.p_value),
+            "" if c.n_queries is None else f"{c.n_hits}/{c.n_queries}",
+            c.folder,
+        ]
+        for c in manifest.cells
+    ]
+    header = ["model", "dataset", "transform", "test", "seed", "verdict", "p-value"]
+    parts = [
+        f"# Verdicts of experiment '{manifest.experiment}'\n\n"
         f"Bundled {manifest.created} with tabmem {manifest.packages.get('tabmem', '?')}. "
         f"Check them: `tabmem rescore <this folder>`.",
-        "",
-        "| model | dataset | transform | test | seed | verdict | p-value | hits/queries | files |",
-        "|---|---|---|---|---|---|---|---|---|",
+        markdown_table([*header, "hits/queries", "files"], cells),
     ]
-    for c in manifest.cells:
-        counts = "" if c.n_queries is None else f"{c.n_hits}/{c.n_queries}"
-        lines.append(
-            f"| {c.model} | {c.dataset} | {c.transform} | {c.test} | {c.seed} | {c.verdict} "
-            f"| {_figure(c.p_value)} | {counts} | {c.folder} |"
-        )
     if manifest.dataset_verdicts:
-        lines += [
-            "",
-            "## Dataset verdicts (the tests of rows seen combined)",
-            "",
-            "| model | dataset | transform | seed | verdict | p-value | tests |",
-            "|---|---|---|---|---|---|---|",
+        verdicts = [
+            [
+                d.model,
+                d.dataset,
+                d.transform,
+                d.seed,
+                d.verdict,
+                _figure(d.p_value),
+                ", ".join(d.tests),
+            ]
+            for d in manifest.dataset_verdicts
         ]
-        for d in manifest.dataset_verdicts:
-            lines.append(
-                f"| {d.model} | {d.dataset} | {d.transform} | {d.seed} | {d.verdict} "
-                f"| {_figure(d.p_value)} | {', '.join(d.tests)} |"
-            )
-    lines += ["", "## Data files", "", "| dataset | file | sha256 |", "|---|---|---|"]
-    lines += [f"| {name} | {f.file} | `{f.sha256}` |" for name, f in manifest.data.items()]
-    return "\n".join(lines) + "\n"
+        parts += [
+            "## Dataset verdicts (the tests of rows seen combined)",
+            markdown_table([*header[:3], *header[4:], "tests"], verdicts),
+        ]
+    files = [[name, f.file, f"`{f.sha256}`"] for name, f in manifest.data.items()]
+    parts += ["## Data files", markdown_table(["dataset", "file", "sha256"], files)]
+    return "\n\n".join(parts) + "\n"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from tabmem.markdown import markdown_table
 from tabmem.report.paper_runs import ANY_MODEL, TEMPERATURE, PaperRuns
 from tabmem.report.writers import ReportFigure, ReportTable
 
@@ -95,13 +96,13 @@ def index_markdown(
 
 
 def _rows(runs_used: pd.DataFrame, entries: Sequence[Entry]) -> list[str]:
-    lines = ["| title | files | models | dates | runs |", "|---|---|---|---|---|"]
+    rows = []
     for e in entries:
         models, dates = _models_and_dates(runs_used, e.run_ids)
         files = " · ".join(f"[{label}]({name})" for label, name in e.files)
         title = e.title if e.run_ids else f"{e.title} (empty: no run yet)"
-        lines.append(f"| [{title}]({e.link}) | {files} | {models} | {dates} | {len(e.run_ids)} |")
-    return lines
+        rows.append([f"[{title}]({e.link})", files, models, dates, len(e.run_ids)])
+    return [markdown_table(["title", "files", "models", "dates", "runs"], rows)]
 
 
 def _figure_blocks(figures: Sequence[ReportFigure]) -> list[str]:
