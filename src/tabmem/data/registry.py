@@ -43,6 +43,14 @@ def spec_from_config(cfg: Mapping[str, Any]) -> DatasetSpec:
     return DatasetSpec(**known, extra=raw)
 
 
+def spec_config(spec: DatasetSpec) -> dict[str, Any]:
+    """A spec as a dataset config again (``spec_from_config``'s inverse): its fields, then
+    the keys it kept in ``extra``."""
+    known = {name: getattr(spec, name) for name in DatasetSpec.__dataclass_fields__}
+    known = {k: v for k, v in known.items() if k in _SPEC_FIELDS}
+    return {**known, "aliases": list(spec.aliases), **spec.extra}
+
+
 def dataset_specs(directory: Path | None = None) -> dict[str, DatasetSpec]:
     """Every dataset config in ``conf/dataset/``, by name (parsed again only when a file changed:
     few-shot builders ask for them once per query batch)."""

@@ -17,16 +17,15 @@ model configs; the source itself is never read as the stream's other text.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from tabmem.data import Dataset, DatasetSpec, dataset_specs, load_dataset
-from tabmem.data.registry import spec_from_config
+from tabmem.data.registry import spec_config
 from tabmem.errors import ConfigError
-from tabmem.paths import conf_dir
 
 
 @dataclass(frozen=True)
@@ -43,18 +42,21 @@ class Slices:
     def names(self) -> list[str]:
         return [f"{self.source}-part{k + 1}" for k in range(self.count)]
 
+    def first(self, part: int) -> int:
+        """The 0-based data row part ``part`` (0-based) begins with."""
+        return self.start + part * self.rows
+
     def texts(self, data: Dataset) -> dict[str, str]:
         """Each part's text: the source's header, then its rows, exactly as in the file."""
-        if self.start + self.rows * self.count > data.n_rows:
+        if self.first(self.count) > data.n_rows:
             raise ConfigError(
                 f"The lab's slices need {self.rows * self.count} rows of '{self.source}' from "
                 f"row {self.start}, and it has {data.n_rows}."
             )
         out = {}
         for k, name in enumerate(self.names):
-            first = 1 + self.start + k * self.rows
-            records = [data.header, *data.records[first : first + self.rows]]
-            out[name] = data.newline.join(records) + data.newline
+            rows = data.records[1 + self.first(k) : 1 + self.first(k) + self.rows]
+            out[name] = data.newline.join([data.header, *rows]) + data.newline
         return out
 
 
@@ -75,9 +77,10 @@ def load_slices(cfg: Mapping[str, Any] | None) -> Slices | None:
 
 
 def write_slices(slices: Slices, root: Path) -> dict[str, DatasetSpec]:
-    """Write every part's file and dataset config under ``root``; their specs by name."""
-    base = _source_config(slices.source)
-    texts = slices.texts(load_dataset(dataset_specs()[slices.source]))
+    """Write every part's file and dataset config (the source's, renamed and pointed at the
+    part) under ``root``; their specs by name."""
+    source = dataset_specs()[slices.source]
+    texts = slices.texts(load_dataset(source))
     (root / "data").mkdir(parents=True, exist_ok=True)
     (root / "conf" / "dataset").mkdir(parents=True, exist_ok=True)
     specs = {}
@@ -85,26 +88,18 @@ def write_slices(slices: Slices, root: Path) -> dict[str, DatasetSpec]:
         path = (root / "data" / f"{name}.csv").resolve()
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8", newline="")
-        first = slices.start + k * slices.rows
-        cfg = {
-            **base,
-            "name": name,
-            "file": None,
-            "path": str(path),
-            "description": f"Data rows {first + 1}-{first + slices.rows} of {slices.source}: "
-            + str(base.get("description", "")),
-        }
+        first = slices.first(k)
+        spec = replace(
+            source,
+            name=name,
+            file=None,
+            path=str(path),
+            description=f"Data rows {first + 1}-{first + slices.rows} of {slices.source}: "
+            + source.description,
+        )
         header = f"# A lab part of {slices.source} (tabmem.lab.slices), written by the lab.\n"
         target = root / "conf" / "dataset" / f"{name}.yaml"
-        target.write_text(header + yaml.safe_dump(cfg, sort_keys=False, allow_unicode=True))
-        specs[name] = spec_from_config(cfg)
+        config = spec_config(spec)
+        target.write_text(header + yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
+        specs[name] = spec
     return specs
-
-
-def _source_config(name: str) -> dict[str, Any]:
-    """The source dataset's config as written in ``conf/dataset/``."""
-    for path in sorted((conf_dir() / "dataset").glob("*.yaml")):
-        cfg = yaml.safe_load(path.read_text())
-        if isinstance(cfg, dict) and cfg.get("name") == name:
-            return cfg
-    raise ConfigError(f"No dataset config names '{name}' in conf/dataset/.")
