@@ -213,15 +213,14 @@ def run_cell(
             console.print(
                 f"[bold red]failed[/] {Cell.from_config(cfg).run_name}: {problem}", **one_line
             )
-        recorder = Recorder(
+        recorder = Recorder.of(
+            cfg,
             open_store(cfg),
             suite,
             job_dir,
             resolved_yaml,
             Console(quiet=True) if problem is not None else console,
-            brief=brief,
-            show_queries=bool(cfg.show_queries),
-            traces=bool(cfg.tracking.get("traces", True)),
+            brief,
         )
         budget = None if problem is not None else grid_budget(cfg, grid_dir or job_dir)
         outcomes += _run_pending(cfg, recorder, pending, budget, cpu_share(cells_at_once), problem)
@@ -391,6 +390,30 @@ class Recorder:
     brief: bool = False
     show_queries: bool = False
     traces: bool = True
+
+    @classmethod
+    def of(
+        cls,
+        cfg: Any,
+        store: TrackingStore,
+        suite: str,
+        job_dir: Path,
+        resolved_yaml: str,
+        console: Console,
+        brief: bool = False,
+    ) -> Recorder:
+        """A recorder with the run config's terminal and tracing settings (``show_queries``,
+        ``tracking.traces``): the one place they are read."""
+        return cls(
+            store,
+            suite,
+            job_dir,
+            resolved_yaml,
+            console,
+            brief,
+            show_queries=bool(cfg.show_queries),
+            traces=bool(cfg.tracking.get("traces", True)),
+        )
 
     def tags(self, cell: Cell, params: dict[str, Any], endpoint: str = "") -> dict[str, str]:
         """The tags every run of a cell carries."""

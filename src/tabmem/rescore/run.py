@@ -108,14 +108,13 @@ def run_rescore(
         run_id = store.finished_run(config_hash(cell_params))
     if run_id is None:
         window = (int(started.timestamp() * 1e9), int(datetime.now().timestamp() * 1e9))
-        recorder = Recorder(
+        recorder = Recorder.of(
+            cfg,
             store,
             "",
             outputs / "rescore" / started.strftime("%Y-%m-%d/%H-%M-%S-%f"),
             OmegaConf.to_yaml(OmegaConf.create({**tree, "transcript": str(path)})),
             console,
-            show_queries=bool(cfg.show_queries),
-            traces=bool(cfg.tracking.get("traces", True)),
         )
         outcome = recorder.finished(
             cell,
