@@ -281,9 +281,7 @@ class PrefixFacts:
         answers these facts score (the in-process calibration shares them)."""
         if question not in self._baselines:
             shown = dict(enumerate(question.prefix))
-            greedy = self.predictors.neighbours.greedy(
-                question.position, shown, exclude=[question.row]
-            )
+            greedy = self.predictors.neighbour_guess(question.position, shown, question.row)
             followers = self.index.followers(question.prefix)
             self._baselines[question] = QuestionBaseline(
                 greedy=greedy,

@@ -18,7 +18,9 @@ class DatasetSpec:
     """What the dataset config says: where the file is and what the data means.
 
     ``delimiter`` None asks ``load_dataset`` to sniff it from the file's header, and the loaded
-    dataset's spec then holds the one found, with ``delimiter_sniffed`` set."""
+    dataset's spec then holds the one found, with ``delimiter_sniffed`` set. ``population``
+    names the registered dataset the file's rows were taken from, where it is part of a larger
+    table (``tabmem.data.population``)."""
 
     name: str
     file: str | None = None
@@ -31,6 +33,7 @@ class DatasetSpec:
     target: str | None = None
     user_provided: bool = False
     how_to_get: str | None = None
+    population: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     delimiter_sniffed: bool = False
 

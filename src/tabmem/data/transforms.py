@@ -221,7 +221,7 @@ def step_rng(seed: int, dataset: str, step: str) -> np.random.Generator:
 
 def _derived(dataset: Dataset, table: RawTable, spec: TransformSpec, name: str) -> Dataset:
     extra = {**dataset.spec.extra, "transform": name, "transform_spec": spec.as_dict()}
-    changes: dict[str, Any] = {"target": spec.target, "extra": extra}
+    changes: dict[str, Any] = {"target": spec.target, "extra": extra, "population": None}
     if name not in KEEP_IDENTITY:
         changes.update(aliases=(), description=spec.task)
     text = table.to_text()

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import zlib
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tabmem.data.dataset import Dataset
+from tabmem.data.population import placed_rows
 from tabmem.data.table import RawTable
 from tabmem.data.values import normalize_value
 from tabmem.errors import DatasetError
@@ -40,13 +42,17 @@ def _key(row: tuple[str, ...] | list[str], columns: tuple[int, ...]) -> tuple[st
     return tuple(normalize_value(row[j]) for j in columns)
 
 
-def twin_rows(table: RawTable, rng: np.random.Generator) -> tuple[list[list[str]], TableModel]:
-    """As many new rows as ``table`` has, none equal to a real row outside counter columns."""
+def twin_rows(
+    table: RawTable, rng: np.random.Generator, fitted_on: Sequence[Sequence[str]] = ()
+) -> tuple[list[list[str]], TableModel]:
+    """As many new rows as ``table`` has, drawn from a model of the rows ``fitted_on`` (the
+    table's own where none are given), none equal to one of those outside counter columns."""
     from tabmem.data.copula import TableModel  # scipy.stats: seconds, for twins alone
 
-    model = TableModel.fit(table.rows)
+    fitted_on = fitted_on or table.rows
+    model = TableModel.fit(fitted_on)
     modelled = model.modelled
-    real = {_key(row, modelled) for row in table.rows}
+    real = {_key(row, modelled) for row in fitted_on}
     n = len(table.rows)
     kept: list[list[str]] = []
     drawn = 0
@@ -78,7 +84,8 @@ def twin_of(dataset: Dataset, seed: int) -> Dataset:
     table = RawTable.from_dataset(dataset)
     if not table.rows:
         raise DatasetError(f"Dataset '{dataset.name}' has no data rows to draw a twin from.")
-    rows, model = twin_rows(table, twin_rng(seed, dataset.name))
+    placed = placed_rows(dataset, lambda d: RawTable.from_dataset(d).rows)
+    rows, model = twin_rows(table, twin_rng(seed, dataset.name), placed[0] if placed else ())
     text = replace(table, rows=tuple(tuple(r) for r in rows)).to_text()
     if not dataset.text.endswith(("\n", "\r")):
         text = text.removesuffix(dataset.newline)
@@ -86,11 +93,13 @@ def twin_of(dataset: Dataset, seed: int) -> Dataset:
         **model.describe(),
         "seed": seed,
         "rows": len(rows),
+        **({"population": dataset.spec.population} if dataset.spec.population else {}),
         "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
         "source_sha256": hashlib.sha256(dataset.text.encode("utf-8")).hexdigest(),
     }
     extra = {**dataset.spec.extra, "transform": "twin", "twin": record}
-    return Dataset(spec=replace(dataset.spec, extra=extra), path=dataset.path, text=text)
+    spec = replace(dataset.spec, extra=extra, population=None)  # its rows are no table's
+    return Dataset(spec=spec, path=dataset.path, text=text)
 
 
 def twin_info(dataset: Dataset) -> dict[str, object]:

@@ -6,8 +6,12 @@ A setting's ``slices`` section cuts ``count`` files of ``rows`` consecutive data
 
 - several files per depth, so an exposure curve counts files rather than one file a depth;
 - the strictest negative the lab has: a part never read, whose siblings were. A model that
-  read the other parts knows the source's distribution, format and domain better than any
-  data-only baseline, and has never seen this part's rows.
+  read the other parts knows the source's distribution, format and domain, and has never seen
+  this part's rows.
+
+Each part names the source as its ``population`` (``tabmem.data.population``): its twin and
+the blind checks' data-only rules are fitted on the source's other rows too, as they would be
+were the whole source the file tested, not on the part's 50 rows alone.
 
 The parts are written as CSV files with dataset configs (``<root>/data/``,
 ``<root>/conf/dataset/``), found by the sweep through Hydra's search path like the lab's
@@ -94,6 +98,7 @@ def write_slices(slices: Slices, root: Path) -> dict[str, DatasetSpec]:
             name=name,
             file=None,
             path=str(path),
+            population=slices.source,
             description=f"Data rows {first + 1}-{first + slices.rows} of {slices.source}: "
             + source.description,
         )

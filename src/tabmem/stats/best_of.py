@@ -30,6 +30,7 @@ brings its own (mode, logistic regression, gradient-boosted trees: ``tabmem.stat
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import heapq
 import math
@@ -42,6 +43,7 @@ import numpy as np
 
 from tabmem.data.copula_conditional import CopulaConditionals, Prefixes
 from tabmem.data.dataset import Dataset
+from tabmem.data.population import placed_rows
 from tabmem.data.values import normalize_value
 from tabmem.stats.formats import column_width
 from tabmem.stats.likelihood import Triple
@@ -156,7 +158,11 @@ class BestOf:
 
 class ValuePredictors:
     """Data-only predictors of one value of a row (rows of raw text fields), each answering
-    without the row asked about: the chance of each of being right, per query."""
+    without the row asked about: the chance of each of being right, per query. A row asked
+    about is a data row of the file; of a larger table's predictors asked about a file's rows
+    (``placed``), the file's."""
+
+    _places: tuple[int, ...] | None = None
 
     def __init__(self, rows: Sequence[Sequence[str]]) -> None:
         if not rows:
@@ -165,6 +171,19 @@ class ValuePredictors:
         self.rows = [list((list(r) + [""] * width)[:width]) for r in rows]
         self.neighbours = NeighbourModel(self.rows)
         self.counts = [Counter(normalize_value(r[j]) for r in self.rows) for j in range(width)]
+
+    def placed(self, places: Sequence[int]) -> ValuePredictors:
+        """These predictors asked about another file's rows, its data row i being row
+        ``places[i]`` here; the fitted models are shared (fitted once however many files
+        of one population ask)."""
+        _ = self.copula, self.boosted  # made here, so that every view shares them
+        view = copy.copy(self)
+        view._places = tuple(places)
+        return view
+
+    def _at(self, row: int) -> int:
+        """The place of a file's data row among these predictors' rows."""
+        return row if self._places is None else self._places[row]
 
     @cached_property
     def copula(self) -> CopulaConditionals:
@@ -188,6 +207,7 @@ class ValuePredictors:
     ) -> dict[str, float]:
         """Each predictor's chance that its answer for column ``target`` given the ``given``
         values is one of the ``valid`` (normalized) values, fitted without data row ``row``."""
+        row = self._at(row)
         valid = {normalize_value(v) for v in valid}
         own = normalize_value(self.rows[row][target])
         out: dict[str, float] = {}
@@ -201,7 +221,7 @@ class ValuePredictors:
             hits = sum(counts[v] - (v == own) for v in valid if v in counts)
             out[DRAW] = hits / max(1, len(self.rows) - 1)
         if NEIGHBOURS in predictors:
-            guess = self.neighbours.greedy(target, given, exclude=[row])
+            guess = self.neighbours.greedy(target, given, exclude=[row])  # row placed above
             out[NEIGHBOURS] = float(bool(guess) and normalize_value(guess) in valid)
         if COPULA in predictors or COPULA_DRAW in predictors:
             out.update(self._copula(target, given, row, valid, predictors))
@@ -237,6 +257,11 @@ class ValuePredictors:
         digest = hashlib.blake2b("\x1e".join("\x1f".join(r) for r in self.rows).encode())
         return BoostedModel(self.rows, digest.hexdigest()[:16])
 
+    def neighbour_guess(self, target: int, given: Mapping[int, str], row: int) -> str:
+        """The nearest-neighbour model's greedy answer for column ``target`` given the
+        ``given`` values, without data row ``row``."""
+        return self.neighbours.greedy(target, given, exclude=[self._at(row)])
+
     def choice_scores(
         self, options: Sequence[Mapping[int, str]], scored: Sequence[Collection[int]], row: int
     ) -> dict[str, list[float]]:
@@ -244,10 +269,11 @@ class ValuePredictors:
         columns), each data-only rule's score of each option without data row ``row``: the
         nearest-neighbour model's, the copula's (``copula_scores``) and the boosted models'
         log-likelihood of the scored values given the option's others."""
+        at = self._at(row)
         return {
-            NEIGHBOURS: self.neighbours.choice_scores(options, scored, exclude=[row]),
-            COPULA: self.copula_scores(options, scored, row),
-            BOOSTED: self.boosted.choice_scores(options, scored, exclude=[row]),
+            NEIGHBOURS: self.neighbours.choice_scores(options, scored, exclude=[at]),
+            COPULA: self._copula_scores(options, scored, at),
+            BOOSTED: self.boosted.choice_scores(options, scored, exclude=[at]),
         }
 
     def copula_scores(
@@ -256,10 +282,16 @@ class ValuePredictors:
         """For a multiple-choice question (each option a full record, scored on its ``scored``
         columns): each option's sum of the copula's conditional log probabilities of those
         values given the option's other values, without data row ``row``."""
+        return self._copula_scores(options, scored, self._at(row))
+
+    def _copula_scores(
+        self, options: Sequence[Mapping[int, str]], scored: Sequence[Collection[int]], at: int
+    ) -> list[float]:
+        """``copula_scores`` without row ``at`` of these predictors' rows."""
         known = self.copula
         prefixes: Prefixes = {}
         return [
-            sum(known.log_probs_given_rest(o, list(mine), [row], prefixes))
+            sum(known.log_probs_given_rest(o, list(mine), [at], prefixes))
             for o, mine in zip(options, scored, strict=True)
         ]
 
@@ -279,6 +311,7 @@ class ValuePredictors:
         the row — and chance, 1 / (number of options). With a test's ``statistic`` (and the
         options' ``texts``), also the boosted models' per-field scores put through it
         (``NEIGHBOURS_SCORED``, ``BOOSTED_SCORED``)."""
+        row = self._at(row)
         records = [dict(enumerate(option)) for option in options]
         normal = [[normalize_value(v) for v in option] for option in options]
         differ = [j for j in range(len(normal[0])) if len({n[j] for n in normal}) > 1]
@@ -342,8 +375,17 @@ def choice_chances(scores: Mapping[str, Sequence[float]], correct: int) -> dict[
 
 
 def predictors_of(dataset: Dataset) -> ValuePredictors:
-    """The value predictors of a dataset's rows as text."""
-    return predictors_for(tuple(zip(*text_columns(dataset).values(), strict=True)))
+    """The value predictors of a dataset's rows as text; of its population's, asked about the
+    file's rows at their places there, where it names one (``tabmem.data.population``)."""
+
+    def rows_of(data: Dataset) -> list[tuple[str, ...]]:
+        return list(zip(*text_columns(data).values(), strict=True))
+
+    placed = placed_rows(dataset, rows_of)
+    if placed is None:
+        return predictors_for(tuple(rows_of(dataset)))
+    table, places = placed
+    return predictors_for(tuple(table)).placed(places)
 
 
 @lru_cache(maxsize=16)
