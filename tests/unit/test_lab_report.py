@@ -296,6 +296,28 @@ def test_the_sweep_runs_as_many_cells_at_once_as_the_setting_asks(tmp_path):
         assert load_lab_config(setting).evaluation.jobs == jobs
 
 
+def test_the_sweep_asks_every_cell_at_each_seed_and_the_view_counts_them(tmp_path):
+    assert "seed=0" in sweep_command(["m"], ["iris"], ["header"], tmp_path, tmp_path, "lab-t")
+    three = sweep_command(["m"], ["a"], ["h"], tmp_path, tmp_path, "lab-t", (), 2, [0, 1, 2])
+    assert "seed=0,1,2" in three
+    assert load_lab_config("parts").evaluation.seeds == [0, 1, 2]
+    assert load_lab_config("minimal").evaluation.seeds == [0]
+    rows = []
+    for seed, (found, verdict) in enumerate(
+        [("no_evidence", "ambiguous"), ("evidence", "evidence"), ("no_evidence", "no_evidence")]
+    ):
+        for test, said in (("reference_ratio", found), ("dataset", verdict)):
+            rows.append({**cell("p4", 4, "a", said, 4, 4, test), "param.seed": str(seed)})
+    cells = lab_cells(runs(rows[::-1]), "t")
+    assert sorted(cells["seed"]) == [0, 0, 1, 1, 2, 2]
+    truth = pd.DataFrame({"passes": [4], "dataset": ["a"]})
+    view = ground_truth_view(truth, cells)
+    assert view["found_by"].tolist() == ["reference_ratio (1/3)"]
+    assert view["dataset_verdict"].tolist() == ["ambiguous / evidence / no_evidence"]
+    table = rate_table(cells)
+    assert table.loc[table["test"] == "dataset", ["cells", "detected"]].values.tolist() == [[3, 1]]
+
+
 def test_exposure_is_the_smallest_times_read_from_which_every_learned_file_is_found():
     frame = runs(
         [

@@ -29,9 +29,11 @@ def sweep_command(
     experiment: str,
     overrides: Sequence[str] = (),
     jobs: int = 1,
+    seeds: Sequence[int] = (0,),
 ) -> list[str]:
-    """The ``tabmem run`` arguments of the multirun that evaluates the lab, ``jobs`` cells at
-    once (each job holds its own copy of a checkpoint)."""
+    """The ``tabmem run`` arguments of the multirun that evaluates the lab at each of
+    ``seeds`` (the rows sampled, the twin drawn), ``jobs`` cells at once (each job holds its own
+    copy of a checkpoint)."""
     return [
         "-m",
         f"hydra.searchpath=[file://{conf_root.resolve()}]",
@@ -39,6 +41,7 @@ def sweep_command(
         f"dataset={','.join(datasets)}",
         f"test={','.join(tests)}",
         f"experiment={experiment}",
+        f"seed={','.join(str(s) for s in seeds)}",
         f"outputs_dir={outputs_dir.resolve()}",
         f"hydra.launcher.n_jobs={jobs}",
         "progress=false",

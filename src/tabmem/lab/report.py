@@ -40,8 +40,12 @@ CELL_COLUMNS = [
     "planted",
     "seen",
     "first_rows",
+    "seed",
 ]
 FINGERPRINT = "param.model.lab.fingerprint"
+SEED = "param.seed"
+"""A cell's seed: the lab asks each checkpoint × file at every seed of ``evaluation.seeds``,
+so its runs are read with ``load_runs(..., distinct=[SEED])``."""
 
 
 def lab_cells(runs: pd.DataFrame, setting: str, fingerprint: str | None = None) -> pd.DataFrame:
@@ -77,6 +81,7 @@ def lab_cells(runs: pd.DataFrame, setting: str, fingerprint: str | None = None) 
                 "planted": planted,
                 "seen": _int(run.get(f"param.model.lab.seen.{run['dataset']}")),
                 "first_rows": _int(run.get(f"param.model.lab.first_rows.{run['dataset']}")),
+                "seed": _int(run.get(SEED)),
             }
         )
     return pd.DataFrame(rows, columns=CELL_COLUMNS)
@@ -198,14 +203,21 @@ def rate_markdown(table: pd.DataFrame) -> str:
 
 def ground_truth_view(truth: pd.DataFrame, cells: pd.DataFrame) -> pd.DataFrame:
     """The ground truth with, for each checkpoint × file, the tests that found it
-    (``found_by``: verdict ``evidence``) and its dataset verdict (test ``dataset``)."""
+    (``found_by``: verdict ``evidence``; "test (k/n)" where it was asked at n seeds and found
+    at k) and its dataset verdict (test ``dataset``; one per seed, in seed order, joined by
+    " / ")."""
     found, verdicts = [], []
     for _, row in truth.iterrows():
         mine = cells[(cells["passes"] == row["passes"]) & (cells["dataset"] == row["dataset"])]
+        mine = mine.sort_values("seed")
         tests = mine[mine["test"] != "dataset"]
-        found.append(", ".join(sorted(tests.loc[tests["verdict"] == "evidence", "test"])))
-        verdict = mine.loc[mine["test"] == "dataset", "verdict"]
-        verdicts.append(str(verdict.iloc[0]) if len(verdict) else "")
+        named = []
+        for test, asked in tests.groupby("test", sort=True):
+            hits = int((asked["verdict"] == "evidence").sum())
+            if hits:
+                named.append(test if len(asked) == 1 else f"{test} ({hits}/{len(asked)})")
+        found.append(", ".join(named))
+        verdicts.append(" / ".join(mine.loc[mine["test"] == "dataset", "verdict"].astype(str)))
     return truth.assign(found_by=found, dataset_verdict=verdicts)
 
 

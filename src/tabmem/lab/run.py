@@ -34,6 +34,7 @@ from tabmem.lab.ground_truth import (
 from tabmem.lab.models import base_model_config, base_weights, write_model_configs
 from tabmem.lab.plan import LabPlan, load_lab_config, make_plan
 from tabmem.lab.report import (
+    SEED,
     ground_truth_view,
     lab_cells,
     rate_markdown,
@@ -142,13 +143,14 @@ def run_lab(
         experiment,
         [str(o) for o in cfg.evaluation.get("overrides") or []],
         int(cfg.evaluation.get("jobs", 1)),
+        [int(s) for s in cfg.evaluation.get("seeds") or [0]],
     )
     log(f"evaluating {len(models)} checkpoints: tabmem run {' '.join(arguments)}")
     started = time.monotonic()
     run_sweep(sweep, arguments, root / "sweep.log")
     seconds["evaluate"] = time.monotonic() - started
     uri = tracking_uri(None, outputs_dir.resolve())
-    cells = lab_cells(load_runs(uri, [experiment]), plan.name, stamp)
+    cells = lab_cells(load_runs(uri, [experiment], distinct=[SEED]), plan.name, stamp)
     table = rate_table(cells)
     view = ground_truth_view(truth, cells)
     files = write_report(table, cells, root, view)
