@@ -6,15 +6,15 @@ model finds the real row likelier. A model that has read no row is no coin flip 
 other row is drawn from a model of the file (a donor's values, a Gaussian copula), and where
 that model misses part of the joint distribution, the real row is the more typical of the two
 to anything that knows the domain. So each pair is also put to data-only rules, fitted on the
-file without the real row (``ValuePredictors.record_choice``: the values' frequencies, a
-nearest-neighbour model, the Gaussian copula's conditional, gradient-boosted models of each
-column), and each rule's chance of
-preferring the real row is kept with the pair. A rule that scores the whole record is not the
-test's statistic: Min-K%++ ranks a row by its least expected fields, zlib by its likelihood
-over its compressed length. So where the test has a per-row score of per-token
-log-probabilities, the nearest-neighbour and the boosted models' per-field log-probabilities
-(and their distributions' moments) are also put through it, as two more rules
-(``NEIGHBOURS_SCORED``, ``BOOSTED_SCORED``).
+file (on the whole table it was taken from, where its config names one:
+``tabmem.data.population``) without the real row (``ValuePredictors.record_choice``: the
+values' frequencies, a nearest-neighbour model, the Gaussian copula's conditional,
+gradient-boosted models of each column), and each rule's chance of preferring the real row is
+kept with the pair. A rule that scores the whole record is not the test's statistic: Min-K%++
+ranks a row by its least expected fields, zlib by its likelihood over its compressed length. So
+where the test has a per-row score of per-token log-probabilities, the nearest-neighbour and
+the boosted models' per-field log-probabilities (and their distributions' moments) are also put
+through it, as two more rules (``NEIGHBOURS_SCORED``, ``BOOSTED_SCORED``).
 
 The baseline is the best one rule's rate on the pairs the model decided (untied), or 1/2
 where that is higher; the model's wins are compared with it by the exact binomial tail, and
