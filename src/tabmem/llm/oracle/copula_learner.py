@@ -31,12 +31,9 @@ see ``tabmem.data.copula_conditional``), so a value only they hold is never writ
 from __future__ import annotations
 
 import random
-import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Sequence
 
 from tabmem.data.copula_conditional import CopulaConditionals, Prefixes
-from tabmem.data.csvtext import raw_fields
-from tabmem.data.dataset import Dataset
 from tabmem.data.values import normalize_value
 from tabmem.llm.oracle.models import (
     _DEFAULT_STYLE,
@@ -44,34 +41,19 @@ from tabmem.llm.oracle.models import (
     _clean,
     _Found,
     _Pair,
+    _RowRequest,
     _Table,
-    next_counts,
-    settled,
 )
 
 
-def _given(table: _Table, pairs: Sequence[_Pair], skip: str | None = None) -> dict[int, str]:
-    """The prompt's ``Name = value`` pairs as column index -> value."""
-    return {table.column(p.name): p.value for p in pairs if p.value and p.name != skip}
-
-
-class CopulaOracle(FittedOracle):
+class CopulaOracle(FittedOracle[CopulaConditionals]):
     """Knows each dataset's Gaussian-copula distribution, never the rows it is asked about."""
 
     model_name = "oracle-copula"
     version = "1"
 
-    def __init__(self, datasets: Sequence[Dataset]) -> None:
-        super().__init__(datasets)
-        self._known: dict[int, CopulaConditionals] = {}
-        self._lock = threading.Lock()
-
-    def _knowledge(self, table: _Table) -> CopulaConditionals:
-        """The table's copula model, fitted on first use."""
-        with self._lock:
-            if id(table) not in self._known:
-                self._known[id(table)] = CopulaConditionals(table.raw_rows)
-            return self._known[id(table)]
+    def _fit(self, table: _Table) -> CopulaConditionals:
+        return CopulaConditionals(table.raw_rows)
 
     def _value(self, found: _Found, rng: random.Random, temperature: float) -> str:
         assert found.question is not None
@@ -82,8 +64,8 @@ class CopulaOracle(FittedOracle):
         self, table: _Table, found: _Found | None, rng: random.Random, temperature: float
     ) -> str:
         known = self._knowledge(table)
-        fixed = _given(table, found.pairs) if found else {}
-        row = self._row(known, fixed, known.asked(fixed), rng, None, {})
+        fixed = table.by_column(found.pairs) if found else {}
+        row = self._row(known, _RowRequest(fixed, (), rng))
         clean = [_clean(v) for v in row]
         return table.observation(clean, found.style if found else _DEFAULT_STYLE)
 
@@ -93,7 +75,7 @@ class CopulaOracle(FittedOracle):
         """The asked column's value given the shown ones, without the rows they may describe."""
         known = self._knowledge(table)
         target = table.column(question.name)
-        given = _given(table, pairs, question.name)
+        given = table.by_column(pairs, question.name)
         left_out = known.asked(given)
         probabilities = known.probabilities(target, known.evidence(given, left_out), left_out)
         code = known.choose(target, probabilities, draw)
@@ -107,8 +89,8 @@ class CopulaOracle(FittedOracle):
         if table is None:
             return [0.0] * len(options)
         known = self._knowledge(table)
-        base = _given(table, table.pairs(context))
-        own = [_given(table, table.pairs(option)) for option in options]
+        base = table.by_column(table.pairs(context))
+        own = [table.by_column(table.pairs(option)) for option in options]
         records = [{**base, **mine} for mine in own]
         shared = {
             j: v
@@ -125,66 +107,20 @@ class CopulaOracle(FittedOracle):
             scores.append(total)
         return scores
 
-    def _continue(
-        self,
-        table: _Table,
-        prompt: str,
-        head: str,
-        shown: str,
-        partial: str,
-        rng: random.Random,
-        budget: int,
-        draw: random.Random | None,
-    ) -> str:
-        """The prompt's CSV text continued: ``head``, the rest of the row ``partial`` began,
-        then new rows until ``budget`` characters or a ``settled`` draft; the first row
-        written is greedy when ``draw`` is None, the others are draws."""
-        known = self._knowledge(table)
-        asked = set(self._rows_after_cut(table, prompt, budget))
-        counts = next_counts(known.counters, table.delimiter, shown)
-        parts, size = [head], len(head)
-        fields = raw_fields(partial, table.delimiter) if partial else []
-        if fields:
-            done = {j: _clean(f) for j, f in enumerate(fields[:-1]) if j < known.width}
-            typed = (len(fields) - 1, fields[-1])
-            left_out = asked | known.asked(done)
-            row = self._row(known, done, left_out, draw, typed, counts)
-            rest = row[typed[0]][len(typed[1]) :] if typed[0] < known.width else ""
-            tail = "".join(table.delimiter + f for f in row[typed[0] + 1 :])
-            parts.append(rest + tail + table.newline)
-            size += len(parts[-1])
-            counts = {j: c + 1 for j, c in counts.items()}
-            draw = draw or rng
-        while size < budget and not settled(parts):
-            row = self._row(known, {}, asked, draw, None, counts)
-            parts.append(table.delimiter.join(row) + table.newline)
-            size += len(parts[-1])
-            counts = {j: c + 1 for j, c in counts.items()}
-            draw = draw or rng
-        return "".join(parts)
-
-    @staticmethod
-    def _row(
-        known: CopulaConditionals,
-        fixed: Mapping[int, str],
-        left_out: Collection[int],
-        draw: random.Random | None,
-        typed: tuple[int, str] | None,
-        counts: Mapping[int, int],
-    ) -> list[str]:
-        """One row's raw fields, column by column, each given the values before it: ``fixed``
-        values kept, counter columns counted on, the ``typed`` beginning of one field kept
-        (the field stays as typed when no row left in spells a value so); greedy without
-        ``draw``."""
+    def _row(self, known: CopulaConditionals, request: _RowRequest) -> list[str]:
+        """The row's raw fields, each field the model does not keep chosen given the values
+        before it, without the asked rows and those the fixed values may describe (a typed
+        field stays as typed when no row left in spells a value so)."""
+        left_out = set(request.asked) | known.asked(request.fixed)
+        draw = request.draw
         evidence = known.evidence({}, left_out)
         out: list[str] = []
         for j in range(known.width):
-            if j in fixed and (typed is None or j != typed[0]):
-                out.append(fixed[j])
-            elif j in counts:
-                out.append(str(counts[j]))
+            kept = request.kept(j)
+            if kept is not None:
+                out.append(kept)
             else:
-                prefix = typed[1] if typed and j == typed[0] else ""
+                prefix = request.prefix(j)
                 probabilities = known.probabilities(j, evidence, left_out)
                 if prefix:
                     probabilities = probabilities * known.spelled_from(j, prefix, left_out)

@@ -26,7 +26,6 @@ file's own CSV text, the rows after the point where the prompt stops are left ou
 from __future__ import annotations
 
 import random
-import threading
 from collections.abc import Collection, Mapping, Sequence
 from functools import cached_property
 from typing import Protocol
@@ -34,17 +33,13 @@ from typing import Protocol
 import numpy as np
 
 from tabmem.data.copula import is_counter
-from tabmem.data.csvtext import raw_fields
-from tabmem.data.dataset import Dataset
 from tabmem.llm.oracle.models import (
     _DEFAULT_STYLE,
     FittedOracle,
     _clean,
     _Found,
-    _Pair,
+    _RowRequest,
     _Table,
-    next_counts,
-    settled,
 )
 from tabmem.stats.neighbours import NeighbourModel
 
@@ -94,10 +89,6 @@ class _Knowledge:
         """Each column's raw field texts, as arrays for prefix tests."""
         return [np.asarray(column, dtype=object) for column in self.table.raw_columns]
 
-    def given(self, pairs: Sequence[_Pair], skip: str | None = None) -> dict[int, str]:
-        """The prompt's ``Name = value`` pairs as column index -> value."""
-        return {self.table.column(p.name): p.value for p in pairs if p.value and p.name != skip}
-
     def starting_with(self, column: int, typed: str) -> np.ndarray | None:
         """Rows whose raw field in ``column`` begins with ``typed`` (None: any row will do)."""
         if not typed:
@@ -106,21 +97,13 @@ class _Knowledge:
         return np.array([str(t).startswith(typed) for t in texts], dtype=bool)
 
 
-class LearnerOracle(FittedOracle):
+class LearnerOracle(FittedOracle[_Knowledge]):
     """Knows each dataset's joint distribution, never the rows it is asked about."""
 
     model_name = "oracle-learner"
 
-    def __init__(self, datasets: Sequence[Dataset]) -> None:
-        super().__init__(datasets)
-        self._known: dict[int, _Knowledge] = {}
-        self._lock = threading.Lock()
-
-    def _knowledge(self, table: _Table) -> _Knowledge:
-        with self._lock:
-            if id(table) not in self._known:
-                self._known[id(table)] = _Knowledge(table, self._model(table))
-            return self._known[id(table)]
+    def _fit(self, table: _Table) -> _Knowledge:
+        return _Knowledge(table, self._model(table))
 
     def _model(self, table: _Table) -> ConditionalModel:
         """The conditional model the learner answers with: nearest neighbours of the file."""
@@ -132,15 +115,16 @@ class LearnerOracle(FittedOracle):
         draw = rng if temperature > 0 else None
         known = self._knowledge(found.table)
         target = found.table.column(found.question.name)
-        row = known.model.pick(target, known.given(found.pairs, found.question.name), draw)
+        given = found.table.by_column(found.pairs, found.question.name)
+        row = known.model.pick(target, given, draw)
         return "" if row is None else found.table.clean_rows[row][target]
 
     def _record(
         self, table: _Table, found: _Found | None, rng: random.Random, temperature: float
     ) -> str:
         known = self._knowledge(table)
-        fixed = known.given(found.pairs) if found else {}
-        values = self._row(known, fixed, rng, rng, (), None)
+        fixed = table.by_column(found.pairs) if found else {}
+        values = self._row(known, _RowRequest(fixed, (), rng))
         clean = [_clean(v) for v in values]
         return table.observation(clean, found.style if found else _DEFAULT_STYLE)
 
@@ -151,75 +135,24 @@ class LearnerOracle(FittedOracle):
         if table is None:
             return [0.0] * len(options)
         known = self._knowledge(table)
-        base = known.given(table.pairs(context))
-        own = [known.given(table.pairs(option)) for option in options]
+        base = table.by_column(table.pairs(context))
+        own = [table.by_column(table.pairs(option)) for option in options]
         return known.model.choice_scores([{**base, **mine} for mine in own], own)
 
-    def _continue(
-        self,
-        table: _Table,
-        prompt: str,
-        head: str,
-        shown: str,
-        partial: str,
-        rng: random.Random,
-        budget: int,
-        draw: random.Random | None,
-    ) -> str:
-        """The prompt's CSV text continued: ``head``, the rest of the row ``partial`` began,
-        then new rows until ``budget`` characters or a ``settled`` draft; the first row
-        written is greedy when ``draw`` is None."""
-        known = self._knowledge(table)
-        asked = self._rows_after_cut(table, prompt, budget)
-        counts = next_counts(known.counters, table.delimiter, shown)
-        parts, size = [head], len(head)
-        fields = raw_fields(partial, table.delimiter) if partial else []
-        if fields:
-            done = {j: _clean(f) for j, f in enumerate(fields[:-1]) if j < known.width}
-            typed = (len(fields) - 1, fields[-1])
-            row = self._row(known, done, rng, draw, asked, typed, counts)
-            rest = row[typed[0]][len(typed[1]) :] if typed[0] < known.width else ""
-            tail = "".join(table.delimiter + f for f in row[typed[0] + 1 :])
-            parts.append(rest + tail + table.newline)
-            size += len(parts[-1])
-            counts = {j: c + 1 for j, c in counts.items()}
-            draw = draw or rng
-        while size < budget and not settled(parts):
-            row = self._row(known, {}, rng, draw, asked, None, counts)
-            parts.append(table.delimiter.join(row) + table.newline)
-            size += len(parts[-1])
-            counts = {j: c + 1 for j, c in counts.items()}
-            draw = draw or rng
-        return "".join(parts)
-
-    def _row(
-        self,
-        known: _Knowledge,
-        fixed: Mapping[int, str],
-        rng: random.Random,
-        draw: random.Random | None,
-        asked: Collection[int],
-        typed: tuple[int, str] | None,
-        counts: Mapping[int, int] | None = None,
-    ) -> list[str]:
-        """One row's raw fields, column by column, each chosen from the neighbours given the
-        values before it (``fixed`` values kept as given, counter columns counted on, the
-        ``typed`` beginning of one field respected); greedy without ``draw``."""
-        counts = counts or {}
+    def _row(self, known: _Knowledge, request: _RowRequest) -> list[str]:
+        """The row's raw fields, each field the model does not keep chosen from the
+        neighbours given the values before it; a typed beginning is respected."""
         given: dict[int, str] = {}
         out: list[str] = []
         for j in range(known.width):
-            if j in fixed and (typed is None or j != typed[0]):
-                given[j] = fixed[j]
-                out.append(fixed[j])
+            kept = request.kept(j)
+            if kept is not None:
+                given[j] = kept
+                out.append(kept)
                 continue
-            if j in counts:
-                out.append(str(counts[j]))
-                given[j] = out[-1]
-                continue
-            prefix = typed[1] if typed and j == typed[0] else ""
+            prefix = request.prefix(j)
             among = known.starting_with(j, prefix)
-            row = known.model.pick(j, given, draw, exclude=asked, among=among)
+            row = known.model.pick(j, given, request.draw, exclude=request.asked, among=among)
             if row is None:
                 out.append(self._unpicked(known, j, among, prefix))
             else:

@@ -45,13 +45,14 @@ import hashlib
 import math
 import random
 import re
+import threading
 from abc import ABC, abstractmethod
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import ClassVar
+from typing import ClassVar, Generic, Protocol, TypeVar
 
 import numpy as np
 
@@ -284,6 +285,10 @@ class _Table:
 
     def column(self, name: str) -> int:
         return self.names.index(name)
+
+    def by_column(self, pairs: Sequence[_Pair], skip: str | None = None) -> dict[int, str]:
+        """The pairs' values (but ``skip``'s and the empty ones) by column index."""
+        return {self.column(p.name): p.value for p in pairs if p.value and p.name != skip}
 
     def names_in(self, prompt: str) -> int:
         """How many of this dataset's feature names the prompt mentions."""
@@ -605,6 +610,44 @@ class _Tail:
         return _Match(self.found.table, len(prompt) - matched, self.found.text_end)
 
 
+@dataclass(frozen=True)
+class _CsvEnd:
+    """Where a prompt's CSV text stops in ``table``'s file: in a header cut short (``head``:
+    the header's rest and a line end) or in rows (``shown``: the last complete line;
+    ``partial``: the row begun)."""
+
+    table: _Table
+    head: str
+    shown: str
+    partial: str
+
+
+@dataclass(frozen=True)
+class _RowRequest:
+    """A row for a fitted oracle to write: the ``fixed`` values (column -> value) and the
+    counter columns' ``counts`` kept, the ``typed`` beginning of one field (column, text)
+    kept, none of the ``asked`` rows used; greedy without ``draw``."""
+
+    fixed: Mapping[int, str]
+    asked: Collection[int]
+    draw: random.Random | None
+    typed: tuple[int, str] | None = None
+    counts: Mapping[int, int] = field(default_factory=dict)
+
+    def kept(self, column: int) -> str | None:
+        """The field ``column`` is written as where the model does not choose it: its fixed
+        value (unless it is the typed one), else its count; None where the model chooses."""
+        if column in self.fixed and (self.typed is None or column != self.typed[0]):
+            return self.fixed[column]
+        if column in self.counts:
+            return str(self.counts[column])
+        return None
+
+    def prefix(self, column: int) -> str:
+        """The typed beginning of ``column``'s field ("" where none is typed)."""
+        return self.typed[1] if self.typed and column == self.typed[0] else ""
+
+
 class FileOracle(Oracle):
     """An oracle that knows files and answers each kind of prompt about one, in this order: a
     multiple-choice question (``_choice``), a question for the dataset's name, a question for
@@ -623,7 +666,7 @@ class FileOracle(Oracle):
         found = self._find_pairs(prompt)
         if found and found.question:
             return _lead(prompt, chat) + self._value(found, rng, temperature)
-        written = self._csv(prompt, found, rng, budget, temperature)
+        written = self._csv(prompt, rng, budget, temperature)
         if written is not None:
             return written
         table = found.table if found else self._identify(prompt)
@@ -631,18 +674,16 @@ class FileOracle(Oracle):
             return ""
         return self._record(table, found, rng, temperature)
 
-    def _csv_end(self, prompt: str) -> tuple[_Table, str, str, str] | None:
-        """The file of the CSV text the prompt ends in, and how it ends: a header cut short
-        (``head``: the header's rest and a line end) or rows (``shown``: the last complete line;
-        ``partial``: the row begun); None where it ends in neither."""
+    def _csv_end(self, prompt: str) -> _CsvEnd | None:
+        """The CSV text the prompt ends in, or None where it ends in none."""
         complete, partial = _lines(prompt)
         table = self._header_cut(partial)
         if table:
-            return table, table.header[len(partial) :] + table.newline, "", ""
+            return _CsvEnd(table, table.header[len(partial) :] + table.newline, "", "")
         table = self._csv_table(complete, partial)
         if table:
             shown = next((line for line in reversed(complete) if line.strip()), "")
-            return table, "", shown, partial
+            return _CsvEnd(table, "", shown, partial)
         return None
 
     @abstractmethod
@@ -650,14 +691,7 @@ class FileOracle(Oracle):
         """The value of ``found.question`` given the pairs shown."""
 
     @abstractmethod
-    def _csv(
-        self,
-        prompt: str,
-        found: _Found | None,
-        rng: random.Random,
-        budget: int,
-        temperature: float,
-    ) -> str | None:
+    def _csv(self, prompt: str, rng: random.Random, budget: int, temperature: float) -> str | None:
         """The continuation of CSV text (``budget`` characters are enough), or None where the
         prompt ends in none."""
 
@@ -668,40 +702,76 @@ class FileOracle(Oracle):
         """A record of ``table`` as an observation, agreeing with the pairs ``found``."""
 
 
-class FittedOracle(FileOracle):
-    """A file oracle that answers from a model fitted to the file: CSV text is continued row
-    by row from the model (``_continue``), the first row greedy unless the oracle is warm."""
+class FittedModel(Protocol):
+    """What a fitted oracle's model of a file says of its rows' shape."""
 
-    def _csv(
-        self,
-        prompt: str,
-        found: _Found | None,
-        rng: random.Random,
-        budget: int,
-        temperature: float,
-    ) -> str | None:
+    @property
+    def width(self) -> int:
+        """The number of columns."""
+
+    @property
+    def counters(self) -> Mapping[int, int]:
+        """Columns that count rows, and the first count in the file."""
+
+
+Known = TypeVar("Known", bound=FittedModel)
+
+
+class FittedOracle(FileOracle, Generic[Known]):
+    """A file oracle that answers from a model fitted to each file (``_fit``, on first use):
+    CSV text is continued row by row from the model (``_row``), the first row greedy unless
+    the oracle is warm, never writing the rows the prompt asks for."""
+
+    def __init__(self, datasets: Sequence[Dataset]) -> None:
+        super().__init__(datasets)
+        self._known: dict[int, Known] = {}
+        self._lock = threading.Lock()
+
+    def _knowledge(self, table: _Table) -> Known:
+        """The model of ``table``, fitted on first use."""
+        with self._lock:
+            if id(table) not in self._known:
+                self._known[id(table)] = self._fit(table)
+            return self._known[id(table)]
+
+    @abstractmethod
+    def _fit(self, table: _Table) -> Known:
+        """The oracle's model of ``table``."""
+
+    @abstractmethod
+    def _row(self, known: Known, request: _RowRequest) -> list[str]:
+        """The raw fields of the row ``request`` asks for, each given the fields before it."""
+
+    def _csv(self, prompt: str, rng: random.Random, budget: int, temperature: float) -> str | None:
+        """The prompt's CSV text continued: a header cut short finished, or the row begun,
+        then new rows until ``budget`` characters or a ``settled`` draft; the first row
+        written is greedy at temperature 0, the others are draws."""
         end = self._csv_end(prompt)
         if end is None:
             return None
-        table, head, shown, partial = end
-        draw = rng if temperature > 0 else None
-        return self._continue(table, prompt, head, shown, partial, rng, budget, draw)
-
-    @abstractmethod
-    def _continue(
-        self,
-        table: _Table,
-        prompt: str,
-        head: str,
-        shown: str,
-        partial: str,
-        rng: random.Random,
-        budget: int,
-        draw: random.Random | None,
-    ) -> str:
-        """The prompt's CSV text continued: ``head``, the rest of the row ``partial`` began
-        (``shown``: the last complete line), then new rows until ``budget`` characters or a
-        ``settled`` draft; the first row written is greedy when ``draw`` is None."""
+        table, draw = end.table, rng if temperature > 0 else None
+        known = self._knowledge(table)
+        asked = self._rows_after_cut(table, prompt, budget)
+        counts = next_counts(known.counters, table.delimiter, end.shown)
+        parts, size = [end.head], len(end.head)
+        fields = raw_fields(end.partial, table.delimiter) if end.partial else []
+        if fields:
+            done = {j: _clean(f) for j, f in enumerate(fields[:-1]) if j < known.width}
+            typed = (len(fields) - 1, fields[-1])
+            row = self._row(known, _RowRequest(done, asked, draw, typed, counts))
+            rest = row[typed[0]][len(typed[1]) :] if typed[0] < known.width else ""
+            tail = "".join(table.delimiter + f for f in row[typed[0] + 1 :])
+            parts.append(rest + tail + table.newline)
+            size += len(parts[-1])
+            counts = {j: c + 1 for j, c in counts.items()}
+            draw = draw or rng
+        while size < budget and not settled(parts):
+            row = self._row(known, _RowRequest({}, asked, draw, None, counts))
+            parts.append(table.delimiter.join(row) + table.newline)
+            size += len(parts[-1])
+            counts = {j: c + 1 for j, c in counts.items()}
+            draw = draw or rng
+        return "".join(parts)
 
 
 class MemorizerOracle(FileOracle):
@@ -730,14 +800,7 @@ class MemorizerOracle(FileOracle):
         row = found.table.best_row(found.pairs, skip=asked)
         return found.table.clean_rows[row][found.table.column(asked)]
 
-    def _csv(
-        self,
-        prompt: str,
-        found: _Found | None,
-        rng: random.Random,
-        budget: int,
-        temperature: float,
-    ) -> str | None:
+    def _csv(self, prompt: str, rng: random.Random, budget: int, temperature: float) -> str | None:
         """The file's own text after the longest end of the prompt found in it."""
         match = self._longest_match(prompt)
         if match and self._is_csv(prompt, match):
@@ -777,20 +840,13 @@ class MarginalOracle(FileOracle):
         assert found.question is not None
         return rng.choice(found.table.clean_columns[found.table.column(found.question.name)])
 
-    def _csv(
-        self,
-        prompt: str,
-        found: _Found | None,
-        rng: random.Random,
-        budget: int,
-        temperature: float,
-    ) -> str | None:
+    def _csv(self, prompt: str, rng: random.Random, budget: int, temperature: float) -> str | None:
         """A header cut short completed, then rows of independent draws."""
         end = self._csv_end(prompt)
         if end is None:
             return None
-        table, head, _, partial = end
-        return self._rows(table, head or self._finish_row(table, partial, rng), rng, budget)
+        head = end.head or self._finish_row(end.table, end.partial, rng)
+        return self._rows(end.table, head, rng, budget)
 
     def _record(
         self, table: _Table, found: _Found | None, rng: random.Random, temperature: float

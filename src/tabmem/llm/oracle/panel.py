@@ -44,7 +44,7 @@ import numpy as np
 
 from tabmem.data.dataset import Dataset
 from tabmem.llm.oracle.learner import ConditionalModel, LearnerOracle, _Knowledge
-from tabmem.llm.oracle.models import _Table
+from tabmem.llm.oracle.models import _RowRequest, _Table
 from tabmem.stats.panel_models import BoostedModel, ComponentModel
 
 
@@ -99,26 +99,17 @@ class PanelOracle(LearnerOracle):
     def _build(self, table: _Table) -> ComponentModel | BoostedModel:
         """The family's model of ``table`` (each family builds its own)."""
 
-    def _row(
-        self,
-        known: _Knowledge,
-        fixed: Mapping[int, str],
-        rng: random.Random,
-        draw: random.Random | None,
-        asked: Collection[int],
-        typed: tuple[int, str] | None,
-        counts: Mapping[int, int] | None = None,
-    ) -> list[str]:
+    def _row(self, known: _Knowledge, request: _RowRequest) -> list[str]:
         """A drawn row with nothing fixed is drawn as a whole where the family can (a class
         and its values together); any other row column by column, as the learner writes it."""
         record = None
-        if draw is not None and not fixed and typed is None:
+        if request.draw is not None and not request.fixed and request.typed is None:
             assert isinstance(known.model, _AtSpread)
-            record = known.model.record(draw, asked)
+            record = known.model.record(request.draw, request.asked)
         if record is None:
-            return super()._row(known, fixed, rng, draw, asked, typed, counts)
+            return super()._row(known, request)
         out = [str(known.raw_texts[j][row]) for j, row in enumerate(record)]
-        for j, count in (counts or {}).items():
+        for j, count in request.counts.items():
             out[j] = str(count)
         return out
 
