@@ -20,6 +20,7 @@ import math
 import random
 import threading
 import warnings
+from abc import abstractmethod
 from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -113,6 +114,42 @@ class _Reading(CrossFitted):
     def is_measurement(self, column: int) -> bool:
         column_ = self.columns[column]
         return column_.numbers is not None and len(column_.book) > CATEGORY_VALUES
+
+    def answer(
+        self,
+        target: int,
+        given: Mapping[int, str],
+        spread: float,
+        rng: random.Random | None = None,
+        exclude: Collection[int] = (),
+        protect: bool = True,
+        among: np.ndarray | None = None,
+    ) -> int | None:
+        """A row whose value of ``target`` is the answer (see ``ConditionalModel.pick``)."""
+        given, asked, fold = self.question(target, given, exclude, protect)
+        allowed = self.allowed(asked, among)
+        if not allowed.any():
+            return None
+        conditional = self._conditional(target, given, fold, spread, rng)
+        if isinstance(conditional, np.ndarray):
+            return self.category(target, conditional, allowed, spread, rng)
+        centre, deviation = conditional
+        if rng is not None and spread > 0:
+            centre += spread * deviation * rng.gauss(0.0, 1.0)
+        return self.nearest(target, centre, allowed)
+
+    @abstractmethod
+    def _conditional(
+        self,
+        target: int,
+        given: Mapping[int, str],
+        fold: int,
+        spread: float,
+        rng: random.Random | None,
+    ) -> tuple[float, float] | np.ndarray:
+        """``target``'s distribution given the ``given`` values, by the fold's fit: a
+        measurement's centre and deviation, a category's probability per code (``rng`` and
+        ``spread`` choose what the fit reads, where it has parts)."""
 
 
 @dataclass(frozen=True)
@@ -257,22 +294,15 @@ class ComponentModel(_Reading):
         codes = {j: book.get(normalize_value(given[j]), len(book)) for j, book in books.items()}
         return {j: n for j, n in numbers.items() if not math.isnan(n)}, codes
 
-    def answer(
+    def _conditional(
         self,
         target: int,
         given: Mapping[int, str],
+        fold: int,
         spread: float,
-        rng: random.Random | None = None,
-        exclude: Collection[int] = (),
-        protect: bool = True,
-        among: np.ndarray | None = None,
-    ) -> int | None:
-        """A row whose value of ``target`` is the answer (see ``ConditionalModel.pick``)."""
-        given, asked, fold = self.question(target, given, exclude, protect)
+        rng: random.Random | None,
+    ) -> tuple[float, float] | np.ndarray:
         fit = self._fit(fold)
-        allowed = self.allowed(asked, among)
-        if not allowed.any():
-            return None
         logs = fit.log_joint(*self._given(given), self.dims)
         posterior = np.exp(logs - np.logaddexp.reduce(logs))
         numbers = self._given(given)[0]
@@ -282,11 +312,8 @@ class ComponentModel(_Reading):
         drawn = rng is not None and not given
         k = weighted_index(rng, posterior) if drawn else _tempered(posterior, spread, rng)
         if target in self.dims:
-            centre, deviation = fit.conditional(k, target, numbers, self.dims)
-            if rng is not None and spread > 0:
-                centre += spread * deviation * rng.gauss(0.0, 1.0)
-            return self.nearest(target, centre, allowed)
-        return self.category(target, fit.tables[target][k], allowed, spread, rng)
+            return fit.conditional(k, target, numbers, self.dims)
+        return fit.tables[target][k]
 
     def record(self, spread: float, rng: random.Random, asked: Collection[int]) -> list[int]:
         """A whole record drawn at once, as rows whose values it writes: a component by its
@@ -436,29 +463,18 @@ class BoostedModel(_Reading):
         shown = len([j for j in given if j != target]) / max(1, len(self.columns) - 1)
         return centre, fit.deviation(shown)
 
-    def answer(
+    def _conditional(
         self,
         target: int,
         given: Mapping[int, str],
+        fold: int,
         spread: float,
-        rng: random.Random | None = None,
-        exclude: Collection[int] = (),
-        protect: bool = True,
-        among: np.ndarray | None = None,
-    ) -> int | None:
-        """A row whose value of ``target`` is the answer (see ``ConditionalModel.pick``)."""
-        given, asked, fold = self.question(target, given, exclude, protect)
+        rng: random.Random | None,
+    ) -> tuple[float, float] | np.ndarray:
         fit = self._fit(fold, target)
-        allowed = self.allowed(asked, among)
-        if not allowed.any():
-            return None
         if self.is_measurement(target):
-            centre, deviation = self._centre(target, fit, given)
-            if rng is not None and spread > 0:
-                centre += spread * deviation * rng.gauss(0.0, 1.0)
-            return self.nearest(target, centre, allowed)
-        probs = self._probabilities(target, fit, given)
-        return self.category(target, probs, allowed, spread, rng)
+            return self._centre(target, fit, given)
+        return self._probabilities(target, fit, given)
 
     def choice_scores(
         self,
