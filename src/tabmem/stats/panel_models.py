@@ -21,7 +21,6 @@ import random
 import threading
 import warnings
 from abc import abstractmethod
-from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +31,7 @@ from tabmem.data.copula import hub_column
 from tabmem.data.values import normalize_value
 from tabmem.stats.crossfit import CrossFitted, stable_seed
 from tabmem.stats.draws import weighted_index
+from tabmem.stats.kept import Kept
 from tabmem.stats.likelihood import Triple, weighted_moments
 
 CATEGORY_VALUES = 10
@@ -376,19 +376,10 @@ class BoostedModel(_Reading):
 
     def __init__(self, rows: Sequence[Sequence[str]], name: str) -> None:
         super().__init__(rows, name)
-        self._fits: OrderedDict[tuple[int, int], _Boost] = OrderedDict()
-        self._lock = threading.Lock()
+        self._fits: Kept[_Boost] = Kept(FITS_KEPT)
 
     def _fit(self, fold: int, target: int) -> _Boost:
-        key = (fold, target)
-        with self._lock:
-            if key in self._fits:
-                self._fits.move_to_end(key)
-                return self._fits[key]
-            fit = self._fits[key] = self._grow(fold, target)
-            if len(self._fits) > FITS_KEPT:
-                self._fits.popitem(last=False)
-            return fit
+        return self._fits.get((fold, target), lambda: self._grow(fold, target))
 
     def _others(self, target: int) -> list[int]:
         return [j for j in range(len(self.columns)) if j != target]

@@ -42,6 +42,7 @@ from tabmem.llm.oracle.learner import ConditionalModel, LearnerOracle, _Knowledg
 from tabmem.llm.oracle.models import _Table
 from tabmem.stats.crossfit import FOLDS, CrossFitted, stable_seed
 from tabmem.stats.draws import weighted_index
+from tabmem.stats.kept import Kept
 from tabmem.stats.kernel import TINY, Kernel
 from tabmem.stats.likelihood import Triple, weighted_moments
 from tabmem.stats.neighbours import Column
@@ -378,8 +379,7 @@ TINY_LOG = math.log(TINY)
 KEPT_MODELS = 8
 """Files whose forests a process keeps for every forest oracle: the partial memorizers of a
 calibration job (one per share) and the next seed's job on the file ask the same forests."""
-_MODELS: OrderedDict[tuple[str, int], ForestModel] = OrderedDict()
-_MODELS_LOCK = threading.Lock()
+_MODELS: Kept[ForestModel] = Kept(KEPT_MODELS)
 
 
 def shared_forest_model(table: _Table) -> ForestModel:
@@ -387,14 +387,7 @@ def shared_forest_model(table: _Table) -> ForestModel:
     file, fold, column and shown columns alone (seeded by them), so every oracle may share it:
     the three forest rests of a power job refitted the same forests each."""
     key = (table.dataset.name, zlib.crc32(table.text.encode()))
-    with _MODELS_LOCK:
-        if key in _MODELS:
-            _MODELS.move_to_end(key)
-        else:
-            _MODELS[key] = ForestModel(table.clean_rows, table.dataset.name)
-            if len(_MODELS) > KEPT_MODELS:
-                _MODELS.popitem(last=False)
-        return _MODELS[key]
+    return _MODELS.get(key, lambda: ForestModel(table.clean_rows, table.dataset.name))
 
 
 class ForestOracle(LearnerOracle):

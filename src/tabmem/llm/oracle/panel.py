@@ -34,10 +34,8 @@ learner answers them; observations and later rows are draws.
 from __future__ import annotations
 
 import random
-import threading
 import zlib
 from abc import abstractmethod
-from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
@@ -45,6 +43,7 @@ import numpy as np
 from tabmem.data.dataset import Dataset
 from tabmem.llm.oracle.learner import ConditionalModel, LearnerOracle, _Knowledge
 from tabmem.llm.oracle.models import _RowRequest, _Table
+from tabmem.stats.kept import Kept
 from tabmem.stats.panel_models import BoostedModel, ComponentModel
 
 
@@ -82,8 +81,7 @@ class _AtSpread:
 
 KEPT_MODELS = 8
 """Files whose fits a process keeps per family: every spread of a family shares them."""
-_MODELS: OrderedDict[tuple[str, str, int], ComponentModel | BoostedModel] = OrderedDict()
-_MODELS_LOCK = threading.Lock()
+_MODELS: Kept[ComponentModel | BoostedModel] = Kept(KEPT_MODELS * 3)
 
 
 class PanelOracle(LearnerOracle):
@@ -116,14 +114,7 @@ class PanelOracle(LearnerOracle):
     def _model(self, table: _Table) -> ConditionalModel:
         """The family's cross-fitted model of the file, shared by every spread in the process."""
         key = (self.model_name, table.dataset.name, zlib.crc32(table.text.encode()))
-        with _MODELS_LOCK:
-            if key in _MODELS:
-                _MODELS.move_to_end(key)
-            else:
-                _MODELS[key] = self._build(table)
-                if len(_MODELS) > KEPT_MODELS * 3:
-                    _MODELS.popitem(last=False)
-            return _AtSpread(_MODELS[key], self.spread)
+        return _AtSpread(_MODELS.get(key, lambda: self._build(table)), self.spread)
 
 
 class MomentsOracle(PanelOracle):
