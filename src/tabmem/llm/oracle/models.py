@@ -307,11 +307,17 @@ class _Table:
             pairs.append(_Pair(m["name"], value, m["sep"], after_comma, is_open))
         return pairs
 
+    def codes_of(self, values: Iterable[tuple[str, str]]) -> list[tuple[int, int]]:
+        """The (name, value) pairs given of this table's features, empty values left out, as
+        (column, code) pairs of the code matrix (code -1: a value no row holds)."""
+        maps = self._codes[0]
+        shown = [(self.column(n), _norm(v)) for n, v in values if v and n in self.names]
+        return [(j, maps[j].get(v, -1)) for j, v in shown]
+
     def best_row(self, pairs: Sequence[_Pair], skip: str | None = None) -> int:
         """The first row agreeing with the most of the given (non-empty) values."""
-        maps, matrix = self._codes
-        shown = [(self.column(p.name), _norm(p.value)) for p in pairs if p.value and p.name != skip]
-        known = [(j, maps[j].get(v, -1)) for j, v in shown]
+        matrix = self._codes[1]
+        known = self.codes_of((p.name, p.value) for p in pairs if p.name != skip)
         if not known or not matrix.size:
             return 0
         # argmax returns the first of equal counts, as max over the rows in order did.
@@ -326,14 +332,23 @@ class _Table:
         codes = [[maps[j].setdefault(v, len(maps[j])) for j, v in enumerate(r)] for r in rows]
         return maps, np.array(codes, dtype=np.int64).reshape(len(rows), width)
 
-    def agreement(self, values: Mapping[str, str]) -> int:
-        """The most of the given (non-empty) values that one real row shares."""
-        maps, matrix = self._codes
-        columns = [(self.column(n), _norm(v)) for n, v in values.items() if v and n in self.names]
-        known = [(j, maps[j].get(v, -1)) for j, v in columns]
+    def agreement(self, values: Mapping[str, str], rows: Sequence[int] | None = None) -> int:
+        """The most of the given (non-empty) values that one real row (of ``rows``, where
+        given) shares."""
+        matrix = self._codes[1] if rows is None else self._codes[1][rows]
+        known = self.codes_of(values.items())
         if not known or not matrix.size:
             return 0
         return int(sum(matrix[:, j] == code for j, code in known).max())
+
+    def holding(self, values: Mapping[str, str], among: np.ndarray) -> list[int]:
+        """The rows ``among`` a mask that hold every given (non-empty) value; [] where no
+        value is given."""
+        known = self.codes_of(values.items())
+        agree = among.copy()
+        for j, code in known:
+            agree &= self._codes[1][:, j] == code
+        return np.flatnonzero(agree).tolist() if known else []
 
     @cached_property
     def _norm_counts(self) -> list[dict[str, int]]:

@@ -54,7 +54,6 @@ from tabmem.llm.oracle.models import (
     _Found,
     _lead,
     _Match,
-    _norm,
     _Table,
     choice_options,
 )
@@ -144,26 +143,6 @@ class _Known:
         mask[self.order] = True
         return mask
 
-    def agreeing(self, values: dict[str, str]) -> list[int]:
-        """Known rows that hold every given (non-empty) value."""
-        maps, matrix = self.table._codes
-        table = self.table
-        known = [(table.column(n), _norm(v)) for n, v in values.items() if v and n in table.names]
-        agree = self.mask.copy()
-        for j, value in known:
-            agree &= matrix[:, j] == maps[j].get(value, -1)
-        return np.flatnonzero(agree).tolist() if known else []
-
-    def agreement(self, values: dict[str, str]) -> int:
-        """The most of the given values one known row shares."""
-        maps, matrix = self.table._codes
-        table = self.table
-        known = [(table.column(n), _norm(v)) for n, v in values.items() if v and n in table.names]
-        if not known or not self.order:
-            return 0
-        rows = matrix[self.order]
-        return int(sum(rows[:, j] == maps[j].get(v, -1) for j, v in known).max())
-
 
 class PartialOracle(Oracle):
     """Knows ``recall`` of each file's rows verbatim; answers as its rest otherwise."""
@@ -217,7 +196,7 @@ class PartialOracle(Oracle):
         """The asked value of a known row agreeing with every shown value, or None."""
         asked = found.question.name if found.question else ""
         given = {p.name: p.value for p in found.pairs if p.value and p.name != asked}
-        rows = self._known[id(found.table)].agreeing(given)
+        rows = found.table.holding(given, self._known[id(found.table)].mask)
         return found.table.clean_rows[rows[0]][found.table.column(asked)] if rows else None
 
     def _known_choice(self, prompt: str, rng: random.Random, chat: bool) -> str | None:
@@ -233,7 +212,7 @@ class PartialOracle(Oracle):
         for letter, text in options:
             values = {**base, **{p.name: p.value for p in table.pairs(text)}}
             size = sum(1 for v in values.values() if v)
-            if size and known.agreement(values) == size:
+            if size and table.agreement(values, known.order) == size:
                 full.append(letter)
         return _lead(prompt, chat) + rng.choice(full) if full else None
 
@@ -257,7 +236,7 @@ class PartialOracle(Oracle):
         style = found.style if found else _DEFAULT_STYLE
         fixed = {p.name: p.value for p in found.pairs if p.value} if found else {}
         if fixed:
-            rows = known.agreeing(fixed)
+            rows = table.holding(fixed, known.mask)
             return table.observation(table.clean_rows[rows[0]], style) if rows else ""
         if self.recall.volunteers and known.order and rng.random() < self.recall.share:
             return table.observation(table.clean_rows[rng.choice(known.order)], style)
