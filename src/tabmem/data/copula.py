@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-from collections import Counter, OrderedDict, defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -32,6 +32,7 @@ from scipy.special import ndtr, ndtri  # the normal cdf and ppf (scipy.stats: a 
 
 from tabmem.data.association import coarse_codes, information_share
 from tabmem.data.values import finite_number, normalize_value
+from tabmem.kept import Kept
 
 SHRINKAGE = 1e-3
 """Weight of the identity mixed into the correlation matrix, so it is always positive definite."""
@@ -207,15 +208,7 @@ class TableModel:
         same (immutable) model, kept from an earlier fit."""
         if not rows:
             raise ValueError("a table model needs at least one row to fit")
-        key = table_fingerprint(rows)
-        if key in _FITTED:
-            _FITTED.move_to_end(key)
-            return _FITTED[key]
-        model = cls._fit(rows)
-        _FITTED[key] = model
-        if len(_FITTED) > FITS_KEPT:
-            _FITTED.popitem(last=False)
-        return model
+        return _FITTED.get(table_fingerprint(rows), lambda: cls._fit(rows))
 
     @classmethod
     def _fit(cls, rows: Sequence[Sequence[str]]) -> TableModel:
@@ -242,7 +235,7 @@ class TableModel:
         return tuple(j for j in range(self.width) if j not in self.counters)
 
 
-_FITTED: OrderedDict[bytes, TableModel] = OrderedDict()
+_FITTED: Kept[TableModel] = Kept(FITS_KEPT)
 
 
 def table_fingerprint(rows: Sequence[Sequence[str]]) -> bytes:

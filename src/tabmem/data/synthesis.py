@@ -26,7 +26,6 @@ as counts by the caller.
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +34,7 @@ import numpy as np
 
 from tabmem.data.copula import is_counter, table_fingerprint
 from tabmem.data.values import finite_number, normalize_value
+from tabmem.kept import Kept
 
 LEAF_ROWS = 5
 """The fewest real rows a leaf holds: each new value is one of theirs."""
@@ -49,7 +49,7 @@ DRAWS_PER_VALUE = 20
 rows that all did)."""
 
 FITS_KEPT = 8
-_FITTED: OrderedDict[bytes, RowSynthesis] = OrderedDict()
+_FITTED: Kept[RowSynthesis] = Kept(FITS_KEPT)
 
 
 def _codes(values: Sequence[str]) -> tuple[np.ndarray, bool]:
@@ -144,15 +144,7 @@ class RowSynthesis:
         fit."""
         if not rows:
             raise ValueError("a row synthesis needs at least one row to fit")
-        key = table_fingerprint(rows)
-        if key in _FITTED:
-            _FITTED.move_to_end(key)
-            return _FITTED[key]
-        model = cls._fit(rows)
-        _FITTED[key] = model
-        if len(_FITTED) > FITS_KEPT:
-            _FITTED.popitem(last=False)
-        return model
+        return _FITTED.get(table_fingerprint(rows), lambda: cls._fit(rows))
 
     @classmethod
     def _fit(cls, rows: Sequence[Sequence[str]]) -> RowSynthesis:

@@ -41,9 +41,9 @@ from collections.abc import Collection, Mapping, Sequence
 import numpy as np
 
 from tabmem.data.dataset import Dataset
+from tabmem.kept import Kept
 from tabmem.llm.oracle.learner import ConditionalModel, LearnerOracle, _Knowledge
 from tabmem.llm.oracle.models import _RowRequest, _Table
-from tabmem.stats.kept import Kept
 from tabmem.stats.panel_models import BoostedModel, ComponentModel
 
 
