@@ -150,7 +150,7 @@ def test_a_scorer_that_knows_what_the_twin_misses_but_read_no_row_gets_no_eviden
     data = dataset(RULE, "rule")
     result = run(LikelihoodInference, RuleKnower("knows"), data, seed, reference_models=[])
     assert result.verdict != Verdict.EVIDENCE, result.reason
-    assert result.rate >= 0.7 and result.baseline >= 0.6
+    assert result.rate >= 0.65 and result.baseline >= 0.6
     assert result.metrics["permutation_p_value"] < 0.01  # against a coin flip it would pass
 
 

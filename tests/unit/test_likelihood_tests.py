@@ -188,9 +188,10 @@ class RuleKnower(Scorer):
 @pytest.mark.parametrize("seed", range(3))
 def test_a_model_that_knows_what_the_twin_misses_but_read_no_row_gets_no_evidence(seed):
     # Issue 54: a twin that misses part of the joint distribution makes real rows "more
-    # typical" to anything that knows the domain. The model prefers the real row in about 90 %
-    # of the pairs, as the nearest-neighbour rule does: under a coin-flip null both tests
-    # called that evidence (sign-flip p = 0.0005, effect about 2); against the rule, nothing.
+    # typical" to anything that knows the domain. The trees' twin keeps the rule in most rows
+    # (a leaf may hold two values of x); the model still prefers the real row in about 70 % of
+    # the pairs, as the nearest-neighbour rules do: under a coin-flip null both tests call that
+    # evidence (sign-flip p < 0.01); against the rules, nothing.
     data = dataset(RULE, "rule")
     zlib_ratio = ZlibRatio().run(context("zlib_ratio", RuleKnower("knows"), data, seed=seed))
     against_base = WithReference(Scorer("base")).run(
@@ -198,10 +199,10 @@ def test_a_model_that_knows_what_the_twin_misses_but_read_no_row_gets_no_evidenc
     )
     for result in (zlib_ratio, against_base):
         assert result.verdict != Verdict.EVIDENCE, result.reason
-        assert result.metrics["win_rate"] >= 0.85
-        assert result.metrics["sign_flip_p_value"] < 0.01 and result.metrics["effect"] > 1
-        assert result.baseline == result.metrics["data_only_rate"] >= 0.8
-        assert result.info["baseline_set_by"] == "nearest neighbours"
+        assert result.metrics["win_rate"] >= 0.65
+        assert result.metrics["sign_flip_p_value"] < 0.01
+        assert result.baseline == result.metrics["data_only_rate"] >= 0.65
+        assert result.info["baseline_set_by"].startswith("nearest neighbours")
         assert result.metrics["distribution_explains"] == 1.0
         assert EXPLAINED in result.reason and "nearest neighbours" in result.reason
         chances = result.records[0].extra["baseline_chances"]
@@ -209,24 +210,24 @@ def test_a_model_that_knows_what_the_twin_misses_but_read_no_row_gets_no_evidenc
 
 
 def test_on_such_a_file_a_model_that_read_the_rows_can_still_be_told_apart():
-    # The same file, a model that has read its rows and knows no rule: it wins every pair,
-    # and over 100 pairs that is significant against the rule's rate (0.9 or so). The margin
-    # of 0.1 above it cannot be reached, so the cell says what it saw and stays ambiguous.
+    # The same file, a model that has read its rows and knows no rule: it wins every pair.
+    # Against the copula's twin the rule's rate was 0.9 or so and the margin of 0.1 above it
+    # could not be reached (ambiguous); against the trees' twin it is below 0.8, and the model
+    # is found, the reason still saying that the file's distribution alone goes far.
     data = dataset(RULE, "rule")
     tuned = Scorer("tuned", data.rows, bonus=0.5)
     result = ZlibRatio().run(context("zlib_ratio", tuned, data, n_rows=100))
     assert result.metrics["win_rate"] == 1.0 and result.p_value < 0.01
-    assert result.baseline > 0.9 and result.verdict == Verdict.AMBIGUOUS, result.reason
+    assert 0.6 < result.baseline < 0.9 and result.verdict == Verdict.EVIDENCE, result.reason
     assert EXPLAINED in result.reason
 
 
-def test_where_no_rule_beats_a_coin_flip_a_model_that_read_the_rows_gets_evidence():
+def test_where_no_rule_goes_far_a_model_that_read_the_rows_gets_evidence():
     tuned = Scorer("tuned", ROWS, bonus=0.5)
     result = ZlibRatio().run(context("zlib_ratio", tuned, seed=1, n_rows=50))
-    assert result.metrics["win_rate"] == 1.0 and result.baseline == 0.5
-    assert result.info["baseline_set_by"] == "chance"
+    assert result.metrics["win_rate"] == 1.0 and result.baseline < 0.6
     assert result.verdict == Verdict.EVIDENCE, result.reason
-    assert result.p_value == pytest.approx(0.5**50)
+    assert result.p_value == pytest.approx(result.baseline**50)
 
 
 def test_zlib_ratio_on_a_model_that_read_nothing_is_no_evidence():

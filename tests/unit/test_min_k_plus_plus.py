@@ -178,12 +178,13 @@ class RuleKnower(MomentScorer):
 
 @pytest.mark.parametrize("seed", range(2))
 def test_a_model_that_knows_what_the_twin_misses_but_read_no_row_gets_no_evidence(seed):
-    # It prefers the real row about as often as the nearest-neighbour rule of the file does:
-    # evidence against a coin flip, nothing against the rule.
+    # It prefers the real row about as often as the nearest-neighbour rule of the file does
+    # (about 0.7 against the trees' twin, which keeps the rule in most rows): evidence against
+    # a coin flip, nothing against the rule.
     result = MinKPlusPlus().run(context(RuleKnower("knows"), dataset(RULE, "rule"), seed=seed))
     assert result.verdict != Verdict.EVIDENCE, result.reason
-    assert result.metrics["win_rate"] >= 0.8 and result.metrics["sign_flip_p_value"] < 0.01
-    assert result.baseline == result.metrics["data_only_rate"] >= 0.8
+    assert result.metrics["win_rate"] >= 0.65 and result.metrics["sign_flip_p_value"] < 0.01
+    assert result.baseline == result.metrics["data_only_rate"] >= 0.65
     assert result.info["baseline_set_by"].startswith("nearest neighbours")
     assert EXPLAINED in result.reason
 
