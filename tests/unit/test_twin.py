@@ -98,6 +98,25 @@ def test_no_real_row_gives_a_new_row_two_values() -> None:
         assert rows[sources[0]][2:] != row[2:] or rows[sources[1]][2:] != row[2:]
 
 
+def test_a_rule_between_columns_is_kept_and_its_rows_are_not_thrown_away() -> None:
+    """Nine rows in ten follow y = 7x mod 20; z goes with neither. Split on x and y, z's tree
+    gave each new row a real row's z of the same x and y: a copy, thrown away, and a twin in
+    which four rows in ten followed the rule."""
+    draw = np.random.default_rng(0)
+    rows = []
+    for _ in range(300):
+        x = int(draw.integers(20))
+        y = x * 7 % 20 if draw.random() > 0.1 else int(draw.integers(20))
+        rows.append((str(x), str(y), f"{draw.random():.2f}"))
+    text = "x,y,z\n" + "".join(",".join(row) + "\n" for row in rows)
+    data = Dataset(spec=DatasetSpec(name="rule"), path=Path("rule.csv"), text=text)
+    follows = lambda table: np.mean([int(r[1]) == int(r[0]) * 7 % 20 for r in table])  # noqa: E731
+    for seed in range(3):
+        copy = apply_transform(data, {"name": "twin"}, seed)
+        assert copy.spec.extra["twin"]["split_on"] == [[], [0], []]
+        assert follows(RawTable.from_dataset(copy).rows) == pytest.approx(follows(rows), abs=0.05)
+
+
 def test_twin_keeps_the_marginals_and_the_dependence_between_columns() -> None:
     original, copy = real("iris").frame, twin("iris").frame
     for species in original["species"].unique():

@@ -5,11 +5,13 @@ classification tree fitted on the columns before it (CART synthesis, the default
 al.'s synthpop): a new row's value is a real row's, chosen among the rows (at least
 ``LEAF_ROWS``) that agree with the new row on what the tree splits on. So the new rows keep
 what trees see of the dependence between columns (an adult Husband is Male, an education's
-years go with its name) and the file's spellings, and no column is drawn on its own. A
-Gaussian copula (``tabmem.data.copula``, the twin's model before) keeps only rank
-correlations: against its draws the best data-only rule of the blind checks preferred the real
-row in up to 0.81 of 200 pairs (california-housing), against these in at most 0.57 (titanic,
-whose names come from any row: 0.66) (docs/transforms.md).
+years go with its name) and the file's spellings, and no column is drawn on its own. A tree
+splits only on the earlier columns whose values go with its column's beyond chance: split on
+the others, its leaves would hold rows alike in every column so far, and a value drawn there
+would complete a copy of a real row, which the twin throws away (most often the rows that
+follow the file's rules, leaving a twin that breaks them). A Gaussian copula (the twin's
+model before) kept only rank correlations; the blind checks' data-only rules told its rows
+from the file's far more often than these (docs/results/twins/blind_rules.md).
 
 What a value brings along is kept out. No real row gives a new row more than one value: each
 column's donor is drawn among the rows of its leaf that gave the row nothing yet, so a model
@@ -47,6 +49,13 @@ it is never split on; of numbers, its values are moved."""
 DRAWS_PER_VALUE = 20
 """Draws of a donor that already gave the row a value before one is kept anyway (a leaf of
 rows that all did)."""
+
+BINS = 10
+"""Groups a column's values fall in for the test of association between two columns."""
+
+RELATED_P = 1e-3
+"""A tree of a column splits on the columns before it whose association with it has a p-value
+below this."""
 
 FITS_KEPT = 8
 _FITTED: Kept[RowSynthesis] = Kept(FITS_KEPT)
@@ -95,6 +104,38 @@ def _between(
         out_texts[i] = text[: match.start()] + new + text[match.end() :]
         out_values[i] = float(new)
     return out_values, out_texts
+
+
+def _bins(column: np.ndarray) -> np.ndarray:
+    """A column as at most ``BINS`` groups for a test of association: its values where they
+    are few, else their quantile groups."""
+    values, groups = np.unique(column, return_inverse=True)
+    if len(values) <= BINS:
+        return groups
+    edges = np.unique(np.quantile(column, np.linspace(0, 1, BINS + 1)[1:-1]))
+    return np.searchsorted(edges, column, side="left")
+
+
+def _related(codes: np.ndarray, column: int, candidates: tuple[int, ...]) -> tuple[int, ...]:
+    """The columns of ``candidates`` whose values go with ``column``'s beyond chance (a
+    G-test of independence on their groups, p below ``RELATED_P``): a tree also split on the
+    others would cut the rows into leaves that agree on them by chance, and a new row's value
+    drawn from such a leaf would come from rows like it in every column so far (a copy, which
+    the twin then throws away: rows that follow the file's rules would be thrown away most)."""
+    from scipy.stats import chi2_contingency
+
+    target = _bins(codes[:, column])
+    related = []
+    for b in candidates:
+        source = _bins(codes[:, b])
+        table = np.zeros((source.max() + 1, target.max() + 1))
+        np.add.at(table, (source, target), 1)
+        table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]
+        if min(table.shape) < 2:
+            continue
+        if chi2_contingency(table, lambda_="log-likelihood").pvalue < RELATED_P:
+            related.append(b)
+    return tuple(related)
 
 
 @dataclass(frozen=True)
@@ -168,7 +209,7 @@ class RowSynthesis:
         )
         trees: list[_Tree | None] = []
         for a, (_, numeric) in enumerate(encoded):
-            splits = tuple(b for b in range(a) if b not in wide)
+            splits = _related(codes, a, tuple(b for b in range(a) if b not in wide))
             if not splits or a in wide:
                 trees.append(None)
                 continue
@@ -228,4 +269,7 @@ class RowSynthesis:
             "never_split_on": list(self.wide),
             "new_numbers": [self.modelled[a] for a in self.renumbered],
             "leaves": [0 if t is None else len(t.counts) for t in self.trees],
+            "split_on": [
+                [] if t is None else [self.modelled[b] for b in t.splits] for t in self.trees
+            ],
         }
