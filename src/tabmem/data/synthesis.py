@@ -19,15 +19,18 @@ that knows the file's rows and finds the row a value came from learns nothing mo
 row. A number that names its row (a column of numbers nearly all distinct: adult's six-digit
 weights) is moved to a random point between its neighbours in the column and written with the
 donor's decimals. A column of words whose values are nearly all distinct (names, tickets),
-which a tree cannot split on, is drawn from any row and never split on: drawn among rows of
-the new row's sex and class, a name would keep its title with its sex and tell a model that
-knows the passenger the row's sex, class and port. Counter columns (row numbers) are written
-as counts by the caller.
+which a tree cannot split on, is drawn first, from any row: drawn among rows of the new row's
+sex and class, a name would tell a model that knows the passenger the row's sex, class and
+port. What anyone reads in such a value is kept: a column that the value's most common word
+tells in nearly every row (a title tells a passenger's sex) is drawn among the rows of that
+word, so a twin's Mr. is male. Counter columns (row numbers) are written as counts by the
+caller.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,7 +46,15 @@ LEAF_ROWS = 5
 
 WIDE_SHARE = 0.5
 """A column with more distinct values than this share of its rows names its rows: of words,
-it is never split on; of numbers, its values are moved."""
+it is drawn from any row; of numbers, its values are moved."""
+
+WORD_ROWS = 0.01
+"""A word of a column of words (a title in a name) is its value's sign where it is in at least
+this share of the column's rows (and ``LEAF_ROWS``)."""
+
+TOLD_SHARE = 0.95
+"""A column is told by such a sign where its most common value among the rows of each sign is
+the row's value in at least this share of the rows (and its most common value overall is not)."""
 
 
 DRAWS_PER_VALUE = 20
@@ -138,6 +149,28 @@ def _related(codes: np.ndarray, column: int, candidates: tuple[int, ...]) -> tup
     return tuple(related)
 
 
+def _signs(column: Sequence[str]) -> np.ndarray:
+    """Each value's most common word in the column (a passenger's title), as a code; -1 where
+    that word is in fewer rows than ``WORD_ROWS`` of them."""
+    words = [set(normalize_value(v).split()) for v in column]
+    counts = Counter(w for row in words for w in row)
+    floor = max(LEAF_ROWS, WORD_ROWS * len(column))
+    codes: dict[str, int] = {}
+    signs = []
+    for row in words:
+        best = max(row, key=lambda w: (counts[w], w), default="")
+        signs.append(codes.setdefault(best, len(codes)) if counts[best] >= floor else -1)
+    return np.array(signs, dtype=float)
+
+
+def _told(signs: np.ndarray, column: np.ndarray) -> bool:
+    """Whether ``signs`` tell the categories ``column`` in nearly every row (``TOLD_SHARE``)
+    where nothing else does."""
+    values = column.astype(int)
+    hits = sum(np.bincount(values[signs == s]).max() for s in np.unique(signs))
+    return hits >= TOLD_SHARE * len(values) > np.bincount(values).max()
+
+
 @dataclass(frozen=True)
 class _Tree:
     """One column's tree: the columns it splits on, and its leaves' real rows (``rows`` in
@@ -174,6 +207,7 @@ class RowSynthesis:
     counters: tuple[int, ...]
     modelled: tuple[int, ...]
     wide: tuple[int, ...]
+    wide_columns: tuple[int, ...]  # the same, of the modelled
     renumbered: tuple[int, ...]  # near-unique number columns (of the modelled): new values
     values: tuple[tuple[str, ...], ...]  # each modelled column's raw fields, row by row
     codes: np.ndarray  # rows x modelled columns
@@ -207,9 +241,13 @@ class RowSynthesis:
             for a, (column, (_, numeric)) in enumerate(zip(values, encoded, strict=True))
             if numeric and len(set(column)) > WIDE_SHARE * len(rows)
         )
+        for a in wide:  # drawn first; later trees split on each value's sign
+            codes[:, a] = _signs(values[a])
         trees: list[_Tree | None] = []
         for a, (_, numeric) in enumerate(encoded):
             splits = _related(codes, a, tuple(b for b in range(a) if b not in wide))
+            if not numeric and a not in wide:
+                splits += tuple(b for b in wide if _told(codes[:, b], codes[:, a]))
             if not splits or a in wide:
                 trees.append(None)
                 continue
@@ -222,6 +260,7 @@ class RowSynthesis:
             counters,
             modelled,
             tuple(modelled[a] for a in wide),
+            wide,
             renumbered,
             values,
             codes,
@@ -234,7 +273,9 @@ class RowSynthesis:
         rows = [[""] * self.width for _ in range(n)]
         drawn = np.zeros((n, len(self.modelled)))
         used = np.full((n, len(self.modelled)), -1)
-        for a, j in enumerate(self.modelled):
+        rest = (a for a in range(len(self.modelled)) if a not in self.wide_columns)
+        for a in (*self.wide_columns, *rest):
+            j = self.modelled[a]
             tree = self.trees[a]
             donors = self._donors(tree, drawn, rng)
             for _ in range(DRAWS_PER_VALUE):
@@ -266,7 +307,7 @@ class RowSynthesis:
             "tree on the columns before it (CART synthesis)",
             "counter_columns": list(self.counters),
             "leaf_rows": LEAF_ROWS,
-            "never_split_on": list(self.wide),
+            "from_any_row": list(self.wide),
             "new_numbers": [self.modelled[a] for a in self.renumbered],
             "leaves": [0 if t is None else len(t.counts) for t in self.trees],
             "split_on": [
