@@ -21,16 +21,15 @@ weights) is moved to a random point between its neighbours in the column and wri
 donor's decimals. A column of words whose values are nearly all distinct (names, tickets),
 which a tree cannot split on, is drawn first, from any row: drawn among rows of the new row's
 sex and class, a name would tell a model that knows the passenger the row's sex, class and
-port. What anyone reads in such a value is kept: a column that the value's most common word
-tells in nearly every row (a title tells a passenger's sex) is drawn among the rows of that
-word, so a twin's Mr. is male. Counter columns (row numbers) are written as counts by the
+port. What anyone reads in such a value is kept: a column that the value's sign
+(``tabmem.data.signs``: a title) tells in nearly every row (a passenger's sex) is drawn among
+the rows of that sign, so a twin's Mr. is male. Counter columns (row numbers) are written as counts by the
 caller.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,19 +37,12 @@ from typing import Any
 import numpy as np
 
 from tabmem.data.copula import is_counter, table_fingerprint
+from tabmem.data.signs import WordSigns, is_numeric, is_wide
 from tabmem.data.values import finite_number, normalize_value
 from tabmem.kept import Kept
 
 LEAF_ROWS = 5
 """The fewest real rows a leaf holds: each new value is one of theirs."""
-
-WIDE_SHARE = 0.5
-"""A column with more distinct values than this share of its rows names its rows: of words,
-it is drawn from any row; of numbers, its values are moved."""
-
-WORD_ROWS = 0.01
-"""A word of a column of words (a title in a name) is its value's sign where it is in at least
-this share of the column's rows (and ``LEAF_ROWS``)."""
 
 TOLD_SHARE = 0.95
 """A column is told by such a sign where its most common value among the rows of each sign is
@@ -77,10 +69,9 @@ def _codes(values: Sequence[str]) -> tuple[np.ndarray, bool]:
     others below the smallest), else the rank of each normalized value; and whether it is
     numeric."""
     normal = [normalize_value(v) for v in values]
-    numbers = [finite_number(v) if v else None for v in normal]
-    present = [x for x in numbers if x is not None]
-    if present and len(present) >= 0.9 * sum(1 for v in normal if v):
-        floor = min(present) - 1.0
+    if is_numeric(values):
+        numbers = [finite_number(v) if v else None for v in normal]
+        floor = min(x for x in numbers if x is not None) - 1.0
         return np.array([floor if x is None else x for x in numbers]), True
     ranks = {v: i for i, v in enumerate(sorted(set(normal)))}
     return np.array([float(ranks[v]) for v in normal]), False
@@ -150,17 +141,11 @@ def _related(codes: np.ndarray, column: int, candidates: tuple[int, ...]) -> tup
 
 
 def _signs(column: Sequence[str]) -> np.ndarray:
-    """Each value's most common word in the column (a passenger's title), as a code; -1 where
-    that word is in fewer rows than ``WORD_ROWS`` of them."""
-    words = [set(normalize_value(v).split()) for v in column]
-    counts = Counter(w for row in words for w in row)
-    floor = max(LEAF_ROWS, WORD_ROWS * len(column))
-    codes: dict[str, int] = {}
-    signs = []
-    for row in words:
-        best = max(row, key=lambda w: (counts[w], w), default="")
-        signs.append(codes.setdefault(best, len(codes)) if counts[best] >= floor else -1)
-    return np.array(signs, dtype=float)
+    """Each value's sign in the column (``tabmem.data.signs``: a passenger's title), as a
+    code; -1 for none."""
+    read = WordSigns.of(column)
+    codes: dict[str, int] = {"": -1}
+    return np.array([codes.setdefault(read.sign(v), len(codes) - 1) for v in column], float)
 
 
 def _told(signs: np.ndarray, column: np.ndarray) -> bool:
@@ -234,12 +219,12 @@ class RowSynthesis:
         wide = tuple(
             a
             for a, (column, (_, numeric)) in enumerate(zip(values, encoded, strict=True))
-            if not numeric and len(set(column)) > WIDE_SHARE * len(rows)
+            if not numeric and is_wide(column)
         )
         renumbered = tuple(
             a
             for a, (column, (_, numeric)) in enumerate(zip(values, encoded, strict=True))
-            if numeric and len(set(column)) > WIDE_SHARE * len(rows)
+            if numeric and is_wide(column)
         )
         for a in wide:  # drawn first; later trees split on each value's sign
             codes[:, a] = _signs(values[a])
