@@ -207,25 +207,3 @@ def test_the_mode_and_draw_without_the_asked_row_are_those_of_the_other_rows():
             assert chances[DRAW] == sum(counts.get(v, 0) for v in valid) / max(1, len(others))
             checked += 1
     assert checked > 1000
-
-
-def test_a_title_in_a_name_tells_the_predictors_the_sex():
-    # Names are all distinct, so a name alone tells a rule nothing; its title, a word that
-    # many rows share, tells the sex, as it tells a model that reads it.
-    draw = random.Random(0)
-    rows = []
-    for i in range(120):
-        male = draw.random() < 0.5
-        title = draw.choice(["Mr.", "Master."] if male else ["Mrs.", "Miss."])
-        rows.append((f"Surname{i}, {title} Given{i}", "male" if male else "female"))
-    predictors = ValuePredictors(rows)
-    assert list(predictors.signs) == [0]
-    right = [
-        predictors.chances(1, {0: rows[i][0]}, i, [rows[i][1]])[NEIGHBOURS] for i in range(120)
-    ]
-    assert sum(right) == 120
-    options = [{0: rows[7][0], 1: "male"}, {0: rows[7][0], 1: "female"}]
-    scores = predictors.choice_scores(options, [[1], [1]], 7)
-    truth = 0 if rows[7][1] == "male" else 1
-    for rule in (NEIGHBOURS, BOOSTED):
-        assert scores[rule][truth] > scores[rule][1 - truth], rule

@@ -4,9 +4,8 @@ A column whose values are nearly all distinct names its rows, and a model of the
 nothing from the whole value. One of its words may still be shared by many rows and tell other
 columns (a title tells the passenger's sex). A value's *sign* is its word that the most rows of
 the column hold, where at least ``SIGN_SHARE`` of them (and ``SIGN_ROWS``) do. The twin draws a
-column the sign tells among the rows of the same sign (``tabmem.data.synthesis``), and the
-data-only predictors read the sign beside the value (``tabmem.stats.best_of``): a model that
-reads titles and never saw a row is no better than they are.
+column the sign tells among the rows of the same sign (``tabmem.data.synthesis``), so that a
+model that reads titles finds no twin row odd.
 """
 
 from __future__ import annotations
@@ -39,14 +38,6 @@ def is_numeric(values: Sequence[str]) -> bool:
 def is_wide(values: Sequence[str]) -> bool:
     """Whether a column names its rows: more distinct values than ``WIDE_SHARE`` of them."""
     return len(set(values)) > WIDE_SHARE * len(values)
-
-
-def wide_word_columns(rows: Sequence[Sequence[str]]) -> tuple[int, ...]:
-    """The columns of words that name their rows (names, tickets)."""
-    if not rows:
-        return ()
-    columns = [[row[j] for row in rows] for j in range(len(rows[0]))]
-    return tuple(j for j, c in enumerate(columns) if is_wide(c) and not is_numeric(c))
 
 
 @dataclass(frozen=True)

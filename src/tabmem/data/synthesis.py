@@ -23,8 +23,8 @@ which a tree cannot split on, is drawn first, from any row: drawn among rows of 
 sex and class, a name would tell a model that knows the passenger the row's sex, class and
 port. What anyone reads in such a value is kept: a column that the value's sign
 (``tabmem.data.signs``: a title) tells in nearly every row (a passenger's sex) is drawn among
-the rows of that sign, so a twin's Mr. is male. Counter columns (row numbers) are written as counts by the
-caller.
+the rows of that sign, so a twin's Mr. is male. Counter columns (row numbers) are written as
+counts by the caller.
 """
 
 from __future__ import annotations

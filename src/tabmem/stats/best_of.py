@@ -44,7 +44,6 @@ import numpy as np
 from tabmem.data.copula_conditional import CopulaConditionals, Prefixes
 from tabmem.data.dataset import Dataset
 from tabmem.data.population import placed_rows
-from tabmem.data.signs import WordSigns, wide_word_columns
 from tabmem.data.values import normalize_value
 from tabmem.stats.formats import column_width
 from tabmem.stats.likelihood import Triple
@@ -169,28 +168,9 @@ class ValuePredictors:
         if not rows:
             raise ValueError("data-only predictors need at least one row")
         width = len(rows[0])
-        fields = [list((list(r) + [""] * width)[:width]) for r in rows]
-        self.width = width
-        self.signs = {j: WordSigns.of([r[j] for r in fields]) for j in wide_word_columns(fields)}
-        self.rows = [self._read(r) for r in fields]
+        self.rows = [list((list(r) + [""] * width)[:width]) for r in rows]
         self.neighbours = NeighbourModel(self.rows)
-        columns = zip(*self.rows, strict=True)
-        self.counts = [Counter(normalize_value(v) for v in column) for column in columns]
-
-    def _read(self, fields: Sequence[str]) -> list[str]:
-        """A row as the predictors read it: its fields, then the sign of each column of words
-        that names its rows (``tabmem.data.signs``: a title, which tells a passenger's sex)."""
-        signs = [s.sign(fields[j]) if j < len(fields) else "" for j, s in self.signs.items()]
-        return [*fields, *signs]
-
-    def _read_given(self, given: Mapping[int, str]) -> dict[int, str]:
-        """Values given by column, with the signs of those that have one."""
-        signs = {
-            self.width + k: signs.sign(given[j])
-            for k, (j, signs) in enumerate(self.signs.items())
-            if j in given
-        }
-        return {**given, **signs}
+        self.counts = [Counter(normalize_value(r[j]) for r in self.rows) for j in range(width)]
 
     def placed(self, places: Sequence[int]) -> ValuePredictors:
         """These predictors asked about another file's rows, its data row i being row
@@ -228,7 +208,6 @@ class ValuePredictors:
         """Each predictor's chance that its answer for column ``target`` given the ``given``
         values is one of the ``valid`` (normalized) values, fitted without data row ``row``."""
         row = self._at(row)
-        given = self._read_given(given)
         valid = {normalize_value(v) for v in valid}
         own = normalize_value(self.rows[row][target])
         out: dict[str, float] = {}
@@ -281,7 +260,7 @@ class ValuePredictors:
     def neighbour_guess(self, target: int, given: Mapping[int, str], row: int) -> str:
         """The nearest-neighbour model's greedy answer for column ``target`` given the
         ``given`` values, without data row ``row``."""
-        return self.neighbours.greedy(target, self._read_given(given), exclude=[self._at(row)])
+        return self.neighbours.greedy(target, given, exclude=[self._at(row)])
 
     def choice_scores(
         self, options: Sequence[Mapping[int, str]], scored: Sequence[Collection[int]], row: int
@@ -291,7 +270,6 @@ class ValuePredictors:
         nearest-neighbour model's, the copula's (``copula_scores``) and the boosted models'
         log-likelihood of the scored values given the option's others."""
         at = self._at(row)
-        options = [self._read_given(o) for o in options]
         return {
             NEIGHBOURS: self.neighbours.choice_scores(options, scored, exclude=[at]),
             COPULA: self._copula_scores(options, scored, at),
@@ -304,7 +282,7 @@ class ValuePredictors:
         """For a multiple-choice question (each option a full record, scored on its ``scored``
         columns): each option's sum of the copula's conditional log probabilities of those
         values given the option's other values, without data row ``row``."""
-        return self._copula_scores([self._read_given(o) for o in options], scored, self._at(row))
+        return self._copula_scores(options, scored, self._at(row))
 
     def _copula_scores(
         self, options: Sequence[Mapping[int, str]], scored: Sequence[Collection[int]], at: int
@@ -334,8 +312,8 @@ class ValuePredictors:
         options' ``texts``), also the boosted models' per-field scores put through it
         (``NEIGHBOURS_SCORED``, ``BOOSTED_SCORED``)."""
         row = self._at(row)
-        records = [dict(enumerate(self._read(option))) for option in options]
-        normal = [[normalize_value(v) for v in record.values()] for record in records]
+        records = [dict(enumerate(option)) for option in options]
+        normal = [[normalize_value(v) for v in option] for option in options]
         differ = [j for j in range(len(normal[0])) if len({n[j] for n in normal}) > 1]
         own = [normalize_value(v) for v in self.rows[row]]
         frequency = [
