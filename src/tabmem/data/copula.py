@@ -91,6 +91,14 @@ def is_counter(values: Sequence[str]) -> bool:
     return all(int(b) - int(a) == 1 for a, b in itertools.pairwise(numbers))
 
 
+def counter_split(rows: Sequence[Sequence[str]]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The columns of ``rows`` that count rows, and the others: those a model of the table
+    draws."""
+    width = len(rows[0])
+    counters = tuple(j for j in range(width) if is_counter([row[j] for row in rows]))
+    return counters, tuple(j for j in range(width) if j not in counters)
+
+
 @dataclass(frozen=True)
 class Marginal:
     """One column's distinct values in copula order and their slice edges."""
@@ -213,8 +221,7 @@ class TableModel:
     @classmethod
     def _fit(cls, rows: Sequence[Sequence[str]]) -> TableModel:
         width = len(rows[0])
-        counters = tuple(j for j in range(width) if is_counter([row[j] for row in rows]))
-        modelled = tuple(j for j in range(width) if j not in counters)
+        counters, modelled = counter_split(rows)
         hub = hub_column(rows, modelled) if len(rows) >= 2 * MIN_STRATUM else None
         groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
         for i, row in enumerate(rows):

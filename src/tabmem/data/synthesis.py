@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from tabmem.data.copula import is_counter, table_fingerprint
+from tabmem.data.copula import counter_split, table_fingerprint
 from tabmem.data.signs import WordSigns, is_numeric, is_wide
 from tabmem.data.values import finite_number, normalize_value
 from tabmem.kept import Kept
@@ -211,8 +211,7 @@ class RowSynthesis:
         from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
         width = len(rows[0])
-        counters = tuple(j for j in range(width) if is_counter([row[j] for row in rows]))
-        modelled = tuple(j for j in range(width) if j not in counters)
+        counters, modelled = counter_split(rows)
         values = tuple(tuple(row[j] for row in rows) for j in modelled)
         encoded = [_codes(column) for column in values]
         codes = np.column_stack([c for c, _ in encoded]) if modelled else np.zeros((len(rows), 0))
