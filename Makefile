@@ -130,7 +130,8 @@ rescore-published: install-demo
 	@test -n "$(RESULTS)" || { echo "make rescore-published needs RESULTS=path/to/tool/results"; exit 2; }
 	$(PY) scripts/rescore_published.py $(RESULTS) $(foreach d,$(DATA),--data $(d))
 
-# The calibration grid, the power grid and their tables (docs/calibration.md): hours with the
+# The calibration grid, the power grid and their tables (docs/calibration.md), and how well the
+# data-only rules tell each paper file from its twin (docs/results/twins): hours with the
 # embedded models; CALIBRATE_ARGS="+calibrate=reference,reference-twins" runs the reference
 # models alone (minutes). POWER_ARGS passes overrides to the power grid (partial memorizers).
 CALIBRATE_ARGS ?=
@@ -139,6 +140,7 @@ calibrate: install
 	$(TABMEM) run +grid=calibrate progress=false show_queries=false $(CALIBRATE_ARGS)
 	$(TABMEM) run +grid=power progress=false show_queries=false $(POWER_ARGS)
 	$(TABMEM) calibration
+	$(PY) scripts/twin_rules.py
 
 # The reference part of calibration in-process (docs/calibration.md): every test of rows seen
 # and the dataset verdict at the default and the papers' query counts, on two worker

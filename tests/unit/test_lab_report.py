@@ -365,3 +365,41 @@ def test_exposure_is_the_smallest_times_read_from_which_every_learned_file_is_fo
         "| 0 / 2 | 0.84 |"
     )
     assert lines[3].startswith("| zlib_ratio | - | 4: 0/1 [0.00, 0.97]; 16: 1/1 [0.03, 1.00] |")
+
+
+def test_the_report_writes_each_phases_seconds_beside_the_tables(tmp_path):
+    from tabmem.lab.report import write_report
+
+    frame = runs(
+        [
+            cell("p8", 8, "a", "evidence", planted=8, seen=8),
+            cell("p8", 8, "c", "no_evidence"),
+            cell("p0", 0, "a", "no_evidence", planted=8, seen=0),
+        ]
+    )
+    cells = lab_cells(frame, "t")
+    truth = pd.DataFrame(
+        {
+            "passes": [8, 8, 0],
+            "repetitions": [8, 0, 0],
+            "dataset": ["a", "c", "a"],
+            "group": ["planted", "held out", "planted"],
+            "first_rows": [0, 0, 0],
+            "loss": [0.1, 1.4, 1.3],
+            "base_loss": [1.3, 1.41, 1.3],
+            "loss_drop": [1.2, 0.01, 0.0],
+            "unread_loss": [nan, nan, nan],
+            "learned_over_unread": [nan, nan, nan],
+            "twin_loss_drop": [0.4, 0.02, 0.0],
+            "learned_over_twin": [0.8, -0.01, 0.0],
+            "rows_written_back": [0.35, 0.0, 0.0],
+            "rows_n": [20, 20, 20],
+        }
+    )
+    seconds = {"train": 1442.4, "ground_truth": 432.0, "evaluate": 788.9}
+    view = ground_truth_view(truth, cells)
+    files = write_report(rate_table(cells), cells, tmp_path, view, seconds)
+    timings = files["timings_md"].read_text()
+    assert "| train | 1,442 |" in timings and "| ground truth | 432 |" in timings
+    assert "| evaluate | 789 |" in timings and "3 cells evaluated" in timings
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in files.values())

@@ -10,7 +10,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 # Bottom first; a part may import only parts of lower layers (and itself).
 LAYERS = [
-    {"errors", "paths", "results", "cell", "reaper", "markdown"},
+    {"errors", "paths", "results", "cell", "reaper", "markdown", "kept"},
     {"data"},
     {"stats"},
     {"llm"},

@@ -1,6 +1,9 @@
 """reference_ratio and zlib_ratio on hand-made files, with scripted models that score text."""
 
+import csv
+import io
 import random
+import re
 import zlib
 from pathlib import Path
 
@@ -164,15 +167,21 @@ def test_zlib_ratio_finds_a_model_that_read_the_file():
 
 
 def _rule_row(draw: random.Random) -> str:
-    x = draw.randrange(20)
-    y = x * 7 % 20 if draw.random() > 0.1 else draw.randrange(20)
-    return f"{x},{y},{draw.random():.2f}\n"
+    x, y = draw.randrange(4), draw.randrange(4)
+    z = (x + y) % 4 if draw.random() > 0.1 else draw.randrange(4)
+    return f"{x},{y},{z},{draw.random():.2f}\n"
+
+
+def follows_rule(text: str) -> bool:
+    x, y, z, _ = text.split(",")
+    return int(z) == (int(x) + int(y)) % 4
 
 
 _draw = random.Random(0)
-# Nine rows in ten follow y = 7x mod 20, a rule no Gaussian copula can draw: the twin's rows
-# mostly break it, and a nearest-neighbour model of the file (which has x's other rows) sees it.
-RULE = "x,y,z\n" + "".join(_rule_row(_draw) for _ in range(300))
+# Nine rows in ten follow z = x + y mod 4, a rule that neither x nor y shows alone: the twin's
+# trees draw z from columns whose values go with it, so its rows mostly break the rule, while a
+# nearest-neighbour model of the file (which has other rows of the same x and y) sees it.
+RULE = "x,y,z,w\n" + "".join(_rule_row(_draw) for _ in range(300))
 
 
 class RuleKnower(Scorer):
@@ -180,17 +189,16 @@ class RuleKnower(Scorer):
     domain): a nat a token more on every row that follows it."""
 
     def logprobs(self, text, context=""):
-        x, y, _ = text.split(",")
-        follows = int(y) == int(x) * 7 % 20
-        return [v + (1.0 if follows else 0.0) for v in super().logprobs(text, context)]
+        lift = 1.0 if follows_rule(text) else 0.0
+        return [v + lift for v in super().logprobs(text, context)]
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_a_model_that_knows_what_the_twin_misses_but_read_no_row_gets_no_evidence(seed):
     # Issue 54: a twin that misses part of the joint distribution makes real rows "more
-    # typical" to anything that knows the domain. The model prefers the real row in about 90 %
-    # of the pairs, as the nearest-neighbour rule does: under a coin-flip null both tests
-    # called that evidence (sign-flip p = 0.0005, effect about 2); against the rule, nothing.
+    # typical" to anything that knows the domain. The model prefers the real row in about 85 %
+    # of the pairs, as the data-only rules do: under a coin-flip null both tests call that
+    # evidence (sign-flip p = 0.0005, effect above 1); against the rules, nothing.
     data = dataset(RULE, "rule")
     zlib_ratio = ZlibRatio().run(context("zlib_ratio", RuleKnower("knows"), data, seed=seed))
     against_base = WithReference(Scorer("base")).run(
@@ -198,35 +206,59 @@ def test_a_model_that_knows_what_the_twin_misses_but_read_no_row_gets_no_evidenc
     )
     for result in (zlib_ratio, against_base):
         assert result.verdict != Verdict.EVIDENCE, result.reason
-        assert result.metrics["win_rate"] >= 0.85
+        assert result.metrics["win_rate"] >= 0.8
         assert result.metrics["sign_flip_p_value"] < 0.01 and result.metrics["effect"] > 1
         assert result.baseline == result.metrics["data_only_rate"] >= 0.8
-        assert result.info["baseline_set_by"] == "nearest neighbours"
+        assert result.info["baseline_set_by"] != "chance"
         assert result.metrics["distribution_explains"] == 1.0
-        assert EXPLAINED in result.reason and "nearest neighbours" in result.reason
+        assert EXPLAINED in result.reason and result.info["baseline_set_by"] in result.reason
         chances = result.records[0].extra["baseline_chances"]
-        assert set(chances) >= {"nearest neighbours", "copula conditional", "mode", "chance"}
+        assert set(chances) >= {"nearest neighbours", "copula conditional", "chance"}
 
 
 def test_on_such_a_file_a_model_that_read_the_rows_can_still_be_told_apart():
-    # The same file, a model that has read its rows and knows no rule: it wins every pair,
-    # and over 100 pairs that is significant against the rule's rate (0.9 or so). The margin
-    # of 0.1 above it cannot be reached, so the cell says what it saw and stays ambiguous.
+    # The same file, a model that has read its rows and knows no rule: it wins nearly every
+    # pair, beyond the best rule's rate (about 0.8) by more than the margin of 0.1, and the
+    # reason says that the rule alone would have been evidence against a coin flip.
     data = dataset(RULE, "rule")
     tuned = Scorer("tuned", data.rows, bonus=0.5)
     result = ZlibRatio().run(context("zlib_ratio", tuned, data, n_rows=100))
-    assert result.metrics["win_rate"] == 1.0 and result.p_value < 0.01
-    assert result.baseline > 0.9 and result.verdict == Verdict.AMBIGUOUS, result.reason
-    assert EXPLAINED in result.reason
+    assert result.metrics["win_rate"] >= 0.95 and result.p_value < 0.01
+    assert 0.7 < result.baseline < 0.9 and result.verdict == Verdict.EVIDENCE, result.reason
+    assert "beyond the best data-only rule, which alone would be evidence" in result.reason
 
 
-def test_where_no_rule_beats_a_coin_flip_a_model_that_read_the_rows_gets_evidence():
+class TitleKnower(Scorer):
+    """Has read no row of titanic but knows that a Mr. is a man and a Miss a woman: a row
+    that says otherwise loses 15 nats."""
+
+    def logprobs(self, text, context=""):
+        name, sex = next(csv.reader(io.StringIO(text)))[3:5]
+        title = re.search(r" (Mr|Master|Mrs|Miss)\. ", name)
+        male = title is not None and title.group(1) in ("Mr", "Master")
+        scores = super().logprobs(text, context)
+        if title is not None and male != (sex == "male"):
+            scores[-1] -= 15.0
+        return scores
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_model_that_knows_titles_finds_no_twin_row_odd(seed):
+    # Drawn from any row, a twin's name disagreed with its sex in nearly half the rows, and
+    # this scorer preferred the real row in 0.69-0.72 of 300 pairs against a nearest-neighbour
+    # baseline of 0.61: evidence at seeds 0 and 2. The twin now keeps the title with the sex.
+    data = load_dataset(dataset_specs()["titanic"])
+    result = ZlibRatio().run(context("zlib_ratio", TitleKnower("knows"), data, seed, n_rows=300))
+    assert result.verdict == Verdict.NO_EVIDENCE, result.reason
+    assert result.metrics["win_rate"] < 0.55 and result.metrics["pairs_scored"] == 300
+
+
+def test_where_no_rule_goes_far_a_model_that_read_the_rows_gets_evidence():
     tuned = Scorer("tuned", ROWS, bonus=0.5)
     result = ZlibRatio().run(context("zlib_ratio", tuned, seed=1, n_rows=50))
-    assert result.metrics["win_rate"] == 1.0 and result.baseline == 0.5
-    assert result.info["baseline_set_by"] == "chance"
+    assert result.metrics["win_rate"] == 1.0 and result.baseline < 0.6
     assert result.verdict == Verdict.EVIDENCE, result.reason
-    assert result.p_value == pytest.approx(0.5**50)
+    assert result.p_value == pytest.approx(result.baseline**50)
 
 
 def test_zlib_ratio_on_a_model_that_read_nothing_is_no_evidence():

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from harness import settings_of
 from rich.console import Console
-from test_likelihood_tests import RULE
+from test_likelihood_tests import RULE, follows_rule
 
 from tabmem.api import compose_config
 from tabmem.battery.base import TestContext, run_test
@@ -166,25 +166,24 @@ def test_a_model_that_read_the_file_is_evidence():
 
 
 class RuleKnower(MomentScorer):
-    """Has read no row but knows the rule that writes nine rows of ``RULE`` in ten (y = 7x
-    mod 20, which the twin's copula misses): half a standard deviation a token more on every
-    row that follows it."""
+    """Has read no row but knows the rule that writes nine rows of ``RULE`` in ten (z = x + y
+    mod 4, which the twin misses): half a standard deviation a token more on every row that
+    follows it."""
 
     def triples(self, text):
-        x, y, _ = text.split(",")
-        lift = 0.5 if int(y) == int(x) * 7 % 20 else 0.0
+        lift = 0.5 if follows_rule(text) else 0.0
         return [(lp + sd * lift, mean, sd) for lp, mean, sd in super().triples(text)]
 
 
 @pytest.mark.parametrize("seed", range(2))
 def test_a_model_that_knows_what_the_twin_misses_but_read_no_row_gets_no_evidence(seed):
-    # It prefers the real row about as often as the nearest-neighbour rule of the file does:
-    # evidence against a coin flip, nothing against the rule.
+    # It prefers the real row about as often as the data-only rules of the file do: evidence
+    # against a coin flip, nothing against the rules.
     result = MinKPlusPlus().run(context(RuleKnower("knows"), dataset(RULE, "rule"), seed=seed))
     assert result.verdict != Verdict.EVIDENCE, result.reason
-    assert result.metrics["win_rate"] >= 0.8 and result.metrics["sign_flip_p_value"] < 0.01
-    assert result.baseline == result.metrics["data_only_rate"] >= 0.8
-    assert result.info["baseline_set_by"].startswith("nearest neighbours")
+    assert result.metrics["win_rate"] >= 0.75 and result.metrics["sign_flip_p_value"] < 0.01
+    assert result.baseline == result.metrics["data_only_rate"] >= 0.75
+    assert result.info["baseline_set_by"] != "chance"
     assert EXPLAINED in result.reason
 
 

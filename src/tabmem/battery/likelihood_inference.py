@@ -15,7 +15,7 @@ won where the learned score puts the real row above its twin row; then the halve
 the single tests each fall short, the combination may not.
 
 **The decision, and its blind check.** As in the pair tests, a model that never read a row is
-no coin flip against twin rows (the twin is a copula's draw; docs/logprob_tests.md). So the
+no coin flip against twin rows (the twin is a model's draw; docs/logprob_tests.md). So the
 same pipeline is run with a data-only scorer in place of the model: each row's features are
 the blind check's data-only rules' chances of picking it (``tabmem.stats.blind_check``: the
 values' frequencies, nearest neighbours, the Gaussian copula, boosted trees, each fitted

@@ -12,7 +12,7 @@ the best data-only rule prefers it on the same pairs (the blind check,
 
 zlib knows nothing of the data's distribution, so against a coin flip the null ("real rows are
 no likelier than their compression predicts, compared with twin rows") also fails for a model
-that knows the domain better than the twin's Gaussian copula does; the blind check's baseline
+that knows the domain better than the twin's trees do; the blind check's baseline
 takes out as much of that as the data-only rules see, and the reference ratio test
 (``test=reference_ratio``) what a reference model knows (docs/logprob_tests.md).
 """

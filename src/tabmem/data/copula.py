@@ -1,4 +1,6 @@
-"""A Gaussian copula over a table's raw fields: new rows with the file's marginals and formats.
+"""A Gaussian copula over a table's raw fields: a data-only model of the file's values and the
+dependence between its columns (the blind checks' copula rule, ``tabmem.data.copula_conditional``;
+the sample test's copy null, ``tabmem.stats.samples``; ``oracle-copula``).
 
 Each column keeps its empirical distribution: the file's distinct values (compared normalized,
 so ``3`` and ``3.0`` are one value) in an order, each owning a slice of (0, 1) as wide as its
@@ -8,23 +10,20 @@ the mean score of the column they tell most about (``Education`` by ``EducationN
 with no such column, by frequency.
 A row's normal scores are the inverse normal of its values' slice middles (the middle, not a
 random point, so that two columns that determine each other correlate fully); their
-correlation matrix carries the dependence between columns. A new row draws correlated normal
-scores, maps each back to the value whose slice holds it, and writes that value with one of
-the raw spellings the file uses for it (quotes, leading spaces and decimals as written), so
-every field of a new row is written exactly as the file writes fields of its column.
+correlation matrix carries the dependence between columns. A draw of correlated normal scores
+maps back to the value whose slice holds each.
 
 Dependence that differs between groups of rows (iris' species, adult's relationship) is more
 than one correlation matrix can hold, so ``TableModel`` fits one copula per value of a hub
 column, the category with at most ``MAX_STRATA`` values that tells most about the others.
-A column that counts rows (each value the one before plus one, an id) is not modelled: it is
-written as the same count, starting where the caller says.
+A column that counts rows (each value the one before plus one, an id) is not modelled.
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
-from collections import Counter, OrderedDict, defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -33,6 +32,7 @@ from scipy.special import ndtr, ndtri  # the normal cdf and ppf (scipy.stats: a 
 
 from tabmem.data.association import coarse_codes, information_share
 from tabmem.data.values import finite_number, normalize_value
+from tabmem.kept import Kept
 
 SHRINKAGE = 1e-3
 """Weight of the identity mixed into the correlation matrix, so it is always positive definite."""
@@ -91,22 +91,26 @@ def is_counter(values: Sequence[str]) -> bool:
     return all(int(b) - int(a) == 1 for a, b in itertools.pairwise(numbers))
 
 
+def counter_split(rows: Sequence[Sequence[str]]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The columns of ``rows`` that count rows, and the others: those a model of the table
+    draws."""
+    width = len(rows[0])
+    counters = tuple(j for j in range(width) if is_counter([row[j] for row in rows]))
+    return counters, tuple(j for j in range(width) if j not in counters)
+
+
 @dataclass(frozen=True)
 class Marginal:
-    """One column's distinct values in copula order, their slice edges, their raw spellings."""
+    """One column's distinct values in copula order and their slice edges."""
 
     values: tuple[str, ...]
     edges: np.ndarray
-    spellings: tuple[tuple[tuple[str, ...], np.ndarray], ...]
 
     @classmethod
     def fit(cls, raw: Sequence[str], rank: dict[str, float] | None = None) -> Marginal:
         """The marginal of one column of raw fields; ``rank`` orders a categorical column's
         values (default: by frequency)."""
         counts = Counter(normalize_value(v) for v in raw)
-        spelled: dict[str, Counter] = defaultdict(Counter)
-        for v in raw:
-            spelled[normalize_value(v)][v] += 1
         numeric = is_numeric(counts)
 
         def order(value: str) -> tuple:
@@ -120,27 +124,12 @@ class Marginal:
         shares = np.array([counts[v] for v in values], dtype=float) / len(raw)
         edges = np.concatenate([[0.0], np.cumsum(shares)])
         edges[-1] = 1.0
-        spellings = tuple(
-            (tuple(spelled[v]), np.array(list(spelled[v].values()), dtype=float)) for v in values
-        )
-        return cls(values, edges, spellings)
+        return cls(values, edges)
 
     def index(self, raw: Sequence[str]) -> np.ndarray:
         """The position in ``values`` of each raw field."""
         where = {v: i for i, v in enumerate(self.values)}
         return np.array([where[normalize_value(v)] for v in raw], dtype=np.int64)
-
-    def spell(self, positions: np.ndarray, rng: np.random.Generator) -> list[str]:
-        """A raw spelling for each value position, drawn by how often the file uses it."""
-        out = []
-        for position in positions.tolist():
-            texts, weights = self.spellings[position]
-            out.append(
-                texts[0]
-                if len(texts) == 1
-                else texts[rng.choice(len(texts), p=weights / weights.sum())]
-            )
-        return out
 
 
 @dataclass(frozen=True)
@@ -190,15 +179,6 @@ class GaussianCopula:
             out[:, k] = np.clip(positions, 0, len(marginal.values) - 1)
         return out
 
-    def sample(self, n: int, rng: np.random.Generator) -> list[list[str]]:
-        """``n`` new rows of raw fields (columns not modelled left empty)."""
-        positions = self.positions(n, rng)
-        rows = [[""] * self.width for _ in range(n)]
-        for k, (j, marginal) in enumerate(zip(self.modelled, self.marginals, strict=True)):
-            for row, text in zip(rows, marginal.spell(positions[:, k], rng), strict=True):
-                row[j] = text
-        return rows
-
 
 def hub_column(
     rows: Sequence[Sequence[str]], candidates: Sequence[int], hubs: Sequence[int] | None = None
@@ -219,9 +199,9 @@ def hub_column(
 
 @dataclass(frozen=True)
 class TableModel:
-    """A table's generative model: one Gaussian copula per value of a hub column (the category
-    that tells most about the others, such as iris' species), so that what differs between
-    groups of rows is kept, and counter columns written as counts."""
+    """A table's model: one Gaussian copula per value of a hub column (the category that tells
+    most about the others, such as iris' species), so that what differs between groups of rows
+    is kept; counter columns are not modelled."""
 
     width: int
     counters: tuple[int, ...]
@@ -236,21 +216,12 @@ class TableModel:
         same (immutable) model, kept from an earlier fit."""
         if not rows:
             raise ValueError("a table model needs at least one row to fit")
-        key = _fingerprint(rows)
-        if key in _FITTED:
-            _FITTED.move_to_end(key)
-            return _FITTED[key]
-        model = cls._fit(rows)
-        _FITTED[key] = model
-        if len(_FITTED) > FITS_KEPT:
-            _FITTED.popitem(last=False)
-        return model
+        return _FITTED.get(table_fingerprint(rows), lambda: cls._fit(rows))
 
     @classmethod
     def _fit(cls, rows: Sequence[Sequence[str]]) -> TableModel:
         width = len(rows[0])
-        counters = tuple(j for j in range(width) if is_counter([row[j] for row in rows]))
-        modelled = tuple(j for j in range(width) if j not in counters)
+        counters, modelled = counter_split(rows)
         hub = hub_column(rows, modelled) if len(rows) >= 2 * MIN_STRATUM else None
         groups: dict[tuple[str, ...], list[int]] = defaultdict(list)
         for i, row in enumerate(rows):
@@ -266,49 +237,15 @@ class TableModel:
         )
         return cls(width, counters, hub, strata, sizes / sizes.sum(), copulas)
 
-    def sample(
-        self, n: int, rng: np.random.Generator, counter_start: Sequence[int] | None = None
-    ) -> list[list[str]]:
-        """``n`` new rows of raw fields; counter columns count on from ``counter_start``
-        (one start per counter column, default 1)."""
-        counts = rng.multinomial(n, self.shares)
-        rows = [
-            row
-            for copula, k in zip(self.copulas, counts, strict=True)
-            for row in copula.sample(int(k), rng)
-        ]
-        rows = [rows[i] for i in rng.permutation(len(rows))]
-        starts = list(counter_start or [1] * len(self.counters))
-        for j, start in zip(self.counters, starts, strict=True):
-            for i, row in enumerate(rows):
-                row[j] = str(start + i)
-        return rows
-
     @property
     def modelled(self) -> tuple[int, ...]:
         return tuple(j for j in range(self.width) if j not in self.counters)
 
-    def describe(self) -> dict:
-        """The fitted model as plain data, for the run's record."""
-        return {
-            "model": "Gaussian copula over empirical marginals, one per value of the hub column",
-            "counter_columns": list(self.counters),
-            "hub_column": self.hub,
-            "strata": [
-                {
-                    "values": list(key),
-                    "share": round(float(share), 6),
-                    "correlation": np.round(copula.correlation, 4).tolist(),
-                }
-                for key, share, copula in zip(self.strata, self.shares, self.copulas, strict=True)
-            ],
-        }
+
+_FITTED: Kept[TableModel] = Kept(FITS_KEPT)
 
 
-_FITTED: OrderedDict[bytes, TableModel] = OrderedDict()
-
-
-def _fingerprint(rows: Sequence[Sequence[str]]) -> bytes:
+def table_fingerprint(rows: Sequence[Sequence[str]]) -> bytes:
     """A digest of rows of fields, separators included (so no two tables share one)."""
     digest = hashlib.blake2b(digest_size=16)
     for row in rows:

@@ -11,7 +11,7 @@ fitted on the whole population, each rule asked about a file row without that ro
 file alone. Measured on a 50-row part of adult that the lab's model
 never read: rules fitted on the part prefer its real rows to the part's twin rows in at most
 0.62 of 50 pairs, the same rules fitted on adult's other rows in 0.88; the twin fitted on them
-brings the best rule down to 0.66 (docs/logprob_tests.md).
+brings the best rule down to 0.46-0.62 (docs/logprob_tests.md).
 """
 
 from __future__ import annotations

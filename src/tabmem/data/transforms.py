@@ -11,7 +11,7 @@
   replaced by abstract tokens; numbers kept.
 - ``like`` (Silvestri et al. 2025): each column shuffled on its own, which keeps every
   column's distribution exactly and breaks the dependencies between columns.
-- ``twin``: new rows drawn from a Gaussian copula fitted to the file, in its exact formats,
+- ``twin``: new rows drawn column after column from trees fitted to the file, in its formats,
   none equal to a real row (``tabmem.data.twin``): a table no model can have seen.
 
 What a transform may do to each column comes from the dataset's ``transform_spec:`` block
@@ -240,7 +240,7 @@ def apply_transform(dataset: Dataset, transform: Mapping[str, Any], seed: int) -
     if name == "original":
         return dataset
     if name == "twin":
-        from tabmem.data.twin import twin_of  # its copula needs scipy.stats: seconds to import
+        from tabmem.data.twin import twin_of  # its trees need sklearn: seconds to import
 
         return twin_of(dataset, seed)
     table = RawTable.from_dataset(dataset)

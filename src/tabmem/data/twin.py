@@ -2,8 +2,8 @@
 rows that no model can have seen.
 
 The twin keeps the file's header, column order, delimiter, line ends, quoting, missing-value
-markers, number formats, every column's marginal distribution and (through Gaussian copulas,
-``tabmem.data.copula``) the dependence between columns, and has as many rows. Its rows are new
+markers, number formats, the values of every column and (drawn column after column by trees,
+``tabmem.data.synthesis``) the dependence between columns, and has as many rows. Its rows are new
 draws: none agrees with a real row on every column that is not a row counter. Any ``evidence``
 of having seen the *rows* of a twin is therefore a false positive, whoever the model is.
 The twin is a function of the file and the seed; the fitted model and the twin's sha256 are
@@ -27,7 +27,7 @@ from tabmem.data.values import normalize_value
 from tabmem.errors import DatasetError
 
 if TYPE_CHECKING:
-    from tabmem.data.copula import TableModel
+    from tabmem.data.synthesis import RowSynthesis
 
 MAX_DRAWS_PER_ROW = 50
 """Give up when this many draws per row still leave the twin short of new rows."""
@@ -44,13 +44,13 @@ def _key(row: tuple[str, ...] | list[str], columns: tuple[int, ...]) -> tuple[st
 
 def twin_rows(
     table: RawTable, rng: np.random.Generator, fitted_on: Sequence[Sequence[str]] = ()
-) -> tuple[list[list[str]], TableModel]:
+) -> tuple[list[list[str]], RowSynthesis]:
     """As many new rows as ``table`` has, drawn from a model of the rows ``fitted_on`` (the
     table's own where none are given), none equal to one of those outside counter columns."""
-    from tabmem.data.copula import TableModel  # scipy.stats: seconds, for twins alone
+    from tabmem.data.synthesis import RowSynthesis  # sklearn, scipy: seconds, for twins alone
 
     fitted_on = fitted_on or table.rows
-    model = TableModel.fit(fitted_on)
+    model = RowSynthesis.fit(fitted_on)
     modelled = model.modelled
     real = {_key(row, modelled) for row in fitted_on}
     n = len(table.rows)

@@ -4,7 +4,8 @@ Outputs go to ``<outputs>/lab/<setting>/``: ``checkpoints/p<passes>/`` (model fo
 ``conf/model/lab-<setting>-p<passes>.yaml`` (and ``conf/dataset/``, ``data/``: a ``slices``
 setting's parts), ``sweep.log``, ``ground_truth.csv`` (how much each
 checkpoint learned of each file), and the report (``tpr_fpr.md``, ``tpr_fpr.csv``,
-``cells.csv``, ``ground_truth.md``, ``exposure.md``, ``tpr_by_repetitions.png``). The runs are
+``cells.csv``, ``ground_truth.md``, ``exposure.md``, ``tpr_by_repetitions.png``,
+``timings.md``). The runs are
 the MLflow experiment ``lab-<setting>``, with one more run holding the report.
 """
 
@@ -153,7 +154,7 @@ def run_lab(
     cells = lab_cells(load_runs(uri, [experiment], distinct=[SEED]), plan.name, stamp)
     table = rate_table(cells)
     view = ground_truth_view(truth, cells)
-    files = write_report(table, cells, root, view)
+    files = write_report(table, cells, root, view, seconds)
     _log_report(outputs_dir.resolve(), experiment, plan, stamp, table, files, view)
     log(rate_markdown(table))
     log(files["ground_truth_md"].read_text())

@@ -29,9 +29,9 @@ import numpy as np
 
 from tabmem.data.copula import hub_column
 from tabmem.data.values import normalize_value
+from tabmem.kept import Kept
 from tabmem.stats.crossfit import CrossFitted, stable_seed
 from tabmem.stats.draws import weighted_index
-from tabmem.stats.kept import Kept
 from tabmem.stats.likelihood import Triple, weighted_moments
 
 CATEGORY_VALUES = 10

@@ -111,7 +111,7 @@ and on how many samples are drawn, so all are tried."""
 class CopyNull:
     """How many distinct real rows a model that knows the data's distribution and none of its
     rows writes among ``n`` samples, at its best: a panel of data-only samplers (independent
-    marginal draws, and the twins' Gaussian copulas at every ``COPY_SPREADS``), each simulated
+    marginal draws, and the data's Gaussian copulas at every ``COPY_SPREADS``), each simulated
     ``draws`` times, and each distinct real row's chance of being written by each of them.
 
     The statistic is *distinct* real rows, not copies: a sampler at zero spread writes its

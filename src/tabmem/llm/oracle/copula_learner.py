@@ -1,8 +1,8 @@
 """The copula learner: a second hard negative, of another model family than the learner.
 
 ``CopulaOracle`` knows each dataset's distribution, format and names, and none of its rows,
-through the Gaussian copulas the twins are drawn from (``tabmem.data.copula_conditional``: one
-copula per stratum of the hub column). It shares no code path with the nearest-neighbour model
+through Gaussian copulas of the file (``tabmem.data.copula_conditional``: one copula per
+stratum of the hub column). It shares no code path with the nearest-neighbour model
 (``tabmem.stats.neighbours``) that ``oracle-learner`` answers with and that builds the
 data-only baselines, so a test whose false-positive rate is 0 on the learner by construction
 meets here a negative that its baseline does not contain.

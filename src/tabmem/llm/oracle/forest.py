@@ -38,11 +38,11 @@ from typing import Any
 import numpy as np
 
 from tabmem.data.values import normalize_value
+from tabmem.kept import Kept
 from tabmem.llm.oracle.learner import ConditionalModel, LearnerOracle, _Knowledge
 from tabmem.llm.oracle.models import _Table
 from tabmem.stats.crossfit import FOLDS, CrossFitted, stable_seed
 from tabmem.stats.draws import weighted_index
-from tabmem.stats.kept import Kept
 from tabmem.stats.kernel import TINY, Kernel
 from tabmem.stats.likelihood import Triple, weighted_moments
 from tabmem.stats.neighbours import Column

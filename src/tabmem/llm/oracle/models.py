@@ -6,8 +6,8 @@
 - ``NullOracle`` knows nothing and makes plausible text up: the lower reference.
 - ``LearnerOracle`` (``tabmem.llm.oracle.learner``) knows each dataset's joint distribution
   but none of the rows it is asked about: the hard negative.
-- ``CopulaOracle`` (``tabmem.llm.oracle.copula_learner``) knows the same through the twins'
-  Gaussian copulas: the second hard negative.
+- ``CopulaOracle`` (``tabmem.llm.oracle.copula_learner``) knows the same through Gaussian
+  copulas of the file: the second hard negative.
 - ``ForestOracle`` (``tabmem.llm.oracle.forest``) knows the same through cross-fitted random
   forests, a model family that no data-only baseline uses: the third hard negative.
 

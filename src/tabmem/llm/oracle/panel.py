@@ -8,7 +8,7 @@ null by construction; these three families were not, and each is built to beat s
 the boosted family's models too):
 
 - ``oracle-moments``: each class of the hub column (the category that tells most about the
-  others, as the twins' copulas choose it: iris' species) as a multivariate normal of the
+  others, as the data's copulas choose it: iris' species) as a multivariate normal of the
   measurements, and each other category's frequencies per class. It stores means,
   covariances and frequencies, no row. At a small spread it writes near each class's
   middle, where a coarse-valued file's rows crowd.
@@ -41,9 +41,9 @@ from collections.abc import Collection, Mapping, Sequence
 import numpy as np
 
 from tabmem.data.dataset import Dataset
+from tabmem.kept import Kept
 from tabmem.llm.oracle.learner import ConditionalModel, LearnerOracle, _Knowledge
 from tabmem.llm.oracle.models import _RowRequest, _Table
-from tabmem.stats.kept import Kept
 from tabmem.stats.panel_models import BoostedModel, ComponentModel
 
 
