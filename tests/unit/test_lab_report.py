@@ -159,7 +159,9 @@ def test_rate_table_by_hand():
     assert held["ci_high"] == pytest.approx(0.9057, abs=1e-4)
 
 
-def test_ground_truth_sits_beside_the_tests_that_found_each_file():
+def found_cells_and_truth() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """File a, read 8 times (its first 150 rows), found by two tests and the dataset verdict;
+    file c held out: the runs and the ground truth the report tests read."""
     frame = runs(
         [
             cell("p8", 8, "a", "evidence", planted=8, seen=8),
@@ -188,6 +190,11 @@ def test_ground_truth_sits_beside_the_tests_that_found_each_file():
             "rows_n": [20, 20, 20],
         }
     )
+    return frame, truth
+
+
+def test_ground_truth_sits_beside_the_tests_that_found_each_file():
+    frame, truth = found_cells_and_truth()
     view = ground_truth_view(truth, lab_cells(frame, "t"))
     assert view["found_by"].tolist() == ["header, min_k_prob", "", ""]
     assert view["dataset_verdict"].tolist() == ["evidence", "", ""]
@@ -370,36 +377,12 @@ def test_exposure_is_the_smallest_times_read_from_which_every_learned_file_is_fo
 def test_the_report_writes_each_phases_seconds_beside_the_tables(tmp_path):
     from tabmem.lab.report import write_report
 
-    frame = runs(
-        [
-            cell("p8", 8, "a", "evidence", planted=8, seen=8),
-            cell("p8", 8, "c", "no_evidence"),
-            cell("p0", 0, "a", "no_evidence", planted=8, seen=0),
-        ]
-    )
+    frame, truth = found_cells_and_truth()
     cells = lab_cells(frame, "t")
-    truth = pd.DataFrame(
-        {
-            "passes": [8, 8, 0],
-            "repetitions": [8, 0, 0],
-            "dataset": ["a", "c", "a"],
-            "group": ["planted", "held out", "planted"],
-            "first_rows": [0, 0, 0],
-            "loss": [0.1, 1.4, 1.3],
-            "base_loss": [1.3, 1.41, 1.3],
-            "loss_drop": [1.2, 0.01, 0.0],
-            "unread_loss": [nan, nan, nan],
-            "learned_over_unread": [nan, nan, nan],
-            "twin_loss_drop": [0.4, 0.02, 0.0],
-            "learned_over_twin": [0.8, -0.01, 0.0],
-            "rows_written_back": [0.35, 0.0, 0.0],
-            "rows_n": [20, 20, 20],
-        }
-    )
     seconds = {"train": 1442.4, "ground_truth": 432.0, "evaluate": 788.9}
     view = ground_truth_view(truth, cells)
     files = write_report(rate_table(cells), cells, tmp_path, view, seconds)
     timings = files["timings_md"].read_text()
     assert "| train | 1,442 |" in timings and "| ground truth | 432 |" in timings
-    assert "| evaluate | 789 |" in timings and "3 cells evaluated" in timings
+    assert "| evaluate | 789 |" in timings and f"{len(cells)} cells evaluated" in timings
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in files.values())

@@ -14,30 +14,11 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tabmem.data.values import finite_number, normalize_value
-
-WIDE_SHARE = 0.5
-"""A column with more distinct values than this share of its rows names its rows."""
-
-NUMBER_SHARE = 0.9
-"""A column whose filled values are numbers in at least this share is a column of numbers."""
+from tabmem.data.values import normalize_value
 
 SIGN_SHARE = 0.01
 SIGN_ROWS = 5
 """A word is a sign where at least this share of the column's rows, and this many, hold it."""
-
-
-def is_numeric(values: Sequence[str]) -> bool:
-    """Whether nearly all of a column's filled values are numbers."""
-    normal = [normalize_value(v) for v in values]
-    filled = [v for v in normal if v]
-    numbers = sum(1 for v in filled if finite_number(v) is not None)
-    return bool(filled) and numbers >= NUMBER_SHARE * len(filled)
-
-
-def is_wide(values: Sequence[str]) -> bool:
-    """Whether a column names its rows: more distinct values than ``WIDE_SHARE`` of them."""
-    return len(set(values)) > WIDE_SHARE * len(values)
 
 
 @dataclass(frozen=True)

@@ -37,12 +37,16 @@ from typing import Any
 import numpy as np
 
 from tabmem.data.copula import counter_split, table_fingerprint
-from tabmem.data.signs import WordSigns, is_numeric, is_wide
+from tabmem.data.signs import WordSigns
 from tabmem.data.values import finite_number, normalize_value
 from tabmem.kept import Kept
 
 LEAF_ROWS = 5
 """The fewest real rows a leaf holds: each new value is one of theirs."""
+
+WIDE_SHARE = 0.5
+"""A column with more distinct values than this share of its rows names its rows: of words,
+it is drawn from any row; of numbers, its values are moved."""
 
 TOLD_SHARE = 0.95
 """A column is told by such a sign where its most common value among the rows of each sign is
@@ -69,9 +73,10 @@ def _codes(values: Sequence[str]) -> tuple[np.ndarray, bool]:
     others below the smallest), else the rank of each normalized value; and whether it is
     numeric."""
     normal = [normalize_value(v) for v in values]
-    if is_numeric(values):
-        numbers = [finite_number(v) if v else None for v in normal]
-        floor = min(x for x in numbers if x is not None) - 1.0
+    numbers = [finite_number(v) if v else None for v in normal]
+    present = [x for x in numbers if x is not None]
+    if present and len(present) >= 0.9 * sum(1 for v in normal if v):
+        floor = min(present) - 1.0
         return np.array([floor if x is None else x for x in numbers]), True
     ranks = {v: i for i, v in enumerate(sorted(set(normal)))}
     return np.array([float(ranks[v]) for v in normal]), False
@@ -118,18 +123,19 @@ def _bins(column: np.ndarray) -> np.ndarray:
     return np.searchsorted(edges, column, side="left")
 
 
-def _related(codes: np.ndarray, column: int, candidates: tuple[int, ...]) -> tuple[int, ...]:
+def _related(groups: list[np.ndarray], column: int, candidates: tuple[int, ...]) -> tuple[int, ...]:
     """The columns of ``candidates`` whose values go with ``column``'s beyond chance (a
-    G-test of independence on their groups, p below ``RELATED_P``): a tree also split on the
-    others would cut the rows into leaves that agree on them by chance, and a new row's value
-    drawn from such a leaf would come from rows like it in every column so far (a copy, which
-    the twin then throws away: rows that follow the file's rules would be thrown away most)."""
+    G-test of independence on their ``groups``, ``_bins``, p below ``RELATED_P``): a tree
+    also split on the others would cut the rows into leaves that agree on them by chance, and
+    a new row's value drawn from such a leaf would come from rows like it in every column so
+    far (a copy, which the twin then throws away: rows that follow the file's rules would be
+    thrown away most)."""
     from scipy.stats import chi2_contingency
 
-    target = _bins(codes[:, column])
+    target = groups[column]
     related = []
     for b in candidates:
-        source = _bins(codes[:, b])
+        source = groups[b]
         table = np.zeros((source.max() + 1, target.max() + 1))
         np.add.at(table, (source, target), 1)
         table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]
@@ -191,8 +197,7 @@ class RowSynthesis:
     width: int
     counters: tuple[int, ...]
     modelled: tuple[int, ...]
-    wide: tuple[int, ...]
-    wide_columns: tuple[int, ...]  # the same, of the modelled
+    wide: tuple[int, ...]  # near-unique word columns (of the modelled): from any row, first
     renumbered: tuple[int, ...]  # near-unique number columns (of the modelled): new values
     values: tuple[tuple[str, ...], ...]  # each modelled column's raw fields, row by row
     codes: np.ndarray  # rows x modelled columns
@@ -218,21 +223,23 @@ class RowSynthesis:
         wide = tuple(
             a
             for a, (column, (_, numeric)) in enumerate(zip(values, encoded, strict=True))
-            if not numeric and is_wide(column)
+            if not numeric and len(set(column)) > WIDE_SHARE * len(rows)
         )
         renumbered = tuple(
             a
             for a, (column, (_, numeric)) in enumerate(zip(values, encoded, strict=True))
-            if numeric and is_wide(column)
+            if numeric and len(set(column)) > WIDE_SHARE * len(rows)
         )
         for a in wide:  # drawn first; later trees split on each value's sign
             codes[:, a] = _signs(values[a])
+        groups = [_bins(column) for column in codes.T]
         trees: list[_Tree | None] = []
         for a, (_, numeric) in enumerate(encoded):
-            splits = _related(codes, a, tuple(b for b in range(a) if b not in wide))
+            earlier = tuple(b for b in range(a) if b not in wide)
+            splits = () if a in wide else _related(groups, a, earlier)
             if not numeric and a not in wide:
                 splits += tuple(b for b in wide if _told(codes[:, b], codes[:, a]))
-            if not splits or a in wide:
+            if not splits:
                 trees.append(None)
                 continue
             kind = DecisionTreeRegressor if numeric else DecisionTreeClassifier
@@ -243,7 +250,6 @@ class RowSynthesis:
             width,
             counters,
             modelled,
-            tuple(modelled[a] for a in wide),
             wide,
             renumbered,
             values,
@@ -257,8 +263,8 @@ class RowSynthesis:
         rows = [[""] * self.width for _ in range(n)]
         drawn = np.zeros((n, len(self.modelled)))
         used = np.full((n, len(self.modelled)), -1)
-        rest = (a for a in range(len(self.modelled)) if a not in self.wide_columns)
-        for a in (*self.wide_columns, *rest):
+        rest = (a for a in range(len(self.modelled)) if a not in self.wide)
+        for a in (*self.wide, *rest):
             j = self.modelled[a]
             tree = self.trees[a]
             donors = self._donors(tree, drawn, rng)
@@ -291,7 +297,7 @@ class RowSynthesis:
             "tree on the columns before it (CART synthesis)",
             "counter_columns": list(self.counters),
             "leaf_rows": LEAF_ROWS,
-            "from_any_row": list(self.wide),
+            "from_any_row": [self.modelled[a] for a in self.wide],
             "new_numbers": [self.modelled[a] for a in self.renumbered],
             "leaves": [0 if t is None else len(t.counts) for t in self.trees],
             "split_on": [
