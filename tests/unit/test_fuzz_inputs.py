@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from harness import settings_of
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tabmem.battery.base import TestContext
@@ -124,6 +124,7 @@ def header_test(dataset, completions: list[str], form: str) -> TestResult:
 
 
 @FUZZ
+@example(raw=b'h0\n\n\n""\n\n', completions=[""], form="chat")  # blank records among others
 @given(raw=CSV_BYTES, completions=COMPLETIONS, form=st.sampled_from(["chat", "completion"]))
 def test_any_csv_file_ends_in_a_result_or_one_clear_error(raw, completions, form):
     with tempfile.TemporaryDirectory() as folder:

@@ -27,7 +27,11 @@ def text_columns(dataset: Dataset) -> dict[str, list[str]]:
 def _parsed_columns(dataset: Dataset) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The file parsed once per process: each feature's name and values, stripped."""
     names = [name.strip() for name in dataset.feature_names]
-    rows = list(csv.reader(io.StringIO("\n".join(dataset.rows)), delimiter=dataset.delimiter))
+    # each record parsed alone: joined, a blank record would be skipped and shift the rest
+    rows = [
+        next(csv.reader(io.StringIO(row), delimiter=dataset.delimiter), [])
+        for row in dataset.rows
+    ]
     return tuple(
         (name, tuple(row[j].strip() if j < len(row) else "" for row in rows))
         for j, name in enumerate(names)
