@@ -11,24 +11,24 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from tabmem.battery.base import TestContext, run_test
 from tabmem.cell import Cell
-from tabmem.data import load_dataset
-from tabmem.data.transforms import apply_transform
 from tabmem.errors import TabmemError
-from tabmem.jobs import batch_dir, outputs_dir, skip_reason, test_plan
-from tabmem.llm.cache import ResponseCache
-from tabmem.llm.client import LanguageModel
+from tabmem.execute import execute
+from tabmem.jobs import CellPlan, PlannedTest, skip_reason, test_plan
 from tabmem.llm.plan import RequestPlan
-from tabmem.llm.registry import build_model
 from tabmem.preflight import cell_problems, credentials_problems
 from tabmem.results import TestResult, Verdict
+
+if TYPE_CHECKING:
+    from tabmem.jobs import CellOutcome
+    from tabmem.llm.client import LanguageModel
+    from tabmem.tracking.inputs import ShownData
 
 
 def not_applicable_note(result: TestResult, plan: RequestPlan) -> str:
@@ -42,58 +42,97 @@ def not_applicable_note(result: TestResult, plan: RequestPlan) -> str:
 
 def plan_cell(cfg: Any, job_dir: Path, console: Console) -> None:
     """A dry run of one cell: build every test's requests, send none, log nothing to MLflow;
-    write per test what the unsent requests would cost (``plan-<test>.json``)."""
+    write per test what the unsent requests would cost (``plan-<test>.json``). The cell runs
+    the one path, ``tabmem.execute.execute``, with a model that counts instead of sending."""
     job_dir.mkdir(parents=True, exist_ok=True)
     problems = cell_problems(cfg, credentials=False)
     if problems:  # the real run would stop here too: nothing to plan
-        _cannot_plan(cfg, job_dir, console, str(problems[0]))
+        _cannot_plan(Cell.from_config(cfg), job_dir, console, str(problems[0]))
         return
     # a real run would stop for these, but nothing is sent: the bill is still complete (its
     # rows keep what is missing, as ``needs``; the sentences, with what to do, come before it)
     needs = [v for p in credentials_problems(cfg) for v in re.findall(r"\$\w+", str(p))]
-    cache = ResponseCache(outputs_dir(cfg) / "cache" / "responses.sqlite")
-    model: LanguageModel | None = None
-    try:
-        dataset = apply_transform(load_dataset(cfg.dataset), cfg.transform, int(cfg.seed))
-        model = build_model(
-            cfg.model,
-            cache,
-            outputs_dir(cfg) / "weights",
-            show_progress=False,
-            plan=RequestPlan(),
-            batch_dir=batch_dir(cfg),
-        )
-        for name, test_cfg in test_plan(cfg.test):
-            cell = replace(Cell.from_config(cfg), test=name)
-            model.plan = RequestPlan()
-            note = skip_reason(cfg, name)
-            if not note:
-                try:
-                    result = run_test(
-                        name,
-                        TestContext(
-                            dataset=dataset, model=model, params=test_cfg, seed=int(cfg.seed)
-                        ),
-                    )
-                except Exception as exc:
-                    note = f"the test stopped on unsent answers: {type(exc).__name__}: {exc}"
-                else:
-                    note = not_applicable_note(result, model.plan)
-            row = {**cell.tags(), **model.plan.as_dict(model.price), "note": note[:300]}
-            row["needs"] = needs
-            (job_dir / f"plan-{name}.json").write_text(json.dumps(row, indent=2))
-            console.print(f"[dim]planned[/] {cell.run_name}: {model.plan.requests} requests")
-    except Exception as exc:
-        message = str(exc) if isinstance(exc, TabmemError) else f"{type(exc).__name__}: {exc}"
-        _cannot_plan(cfg, job_dir, console, message)
-    finally:
-        if model is not None:
-            model.close()
-        cache.close()
+    tests = test_plan(cfg.test)
+    skipped = {name: skip_reason(cfg, name) for name, _ in tests}
+    plan = replace(CellPlan.of(cfg, tests), progress=False)
+    bill = Bill(job_dir, console, needs)
+    for test in plan.tests:
+        if skipped[test.name]:
+            bill.write(plan, test, RequestPlan().as_dict(bill.price(plan)), skipped[test.name])
+    runs = replace(plan, tests=tuple(t for t in plan.tests if not skipped[t.name]))
+    execute(runs, bill)
 
 
-def _cannot_plan(cfg: Any, job_dir: Path, console: Console, message: str) -> None:
+@dataclass
+class Bill:
+    """A dry run's sink for ``execute``: each test's unsent requests counted in a fresh
+    ``RequestPlan`` and written, with their price, as ``plan-<test>.json``; a cell whose data
+    or model cannot load gets one row that says why."""
+
+    job_dir: Path
+    console: Console
+    needs: list[str]
+    _said: bool = field(default=False, repr=False)
+
+    def request_plan(self) -> RequestPlan:
+        return RequestPlan()
+
+    @staticmethod
+    def price(plan: CellPlan) -> Any:
+        from tabmem.llm.pricing import model_price
+
+        return model_price(plan.model, batch=plan.batch)
+
+    def write(self, plan: CellPlan, test: PlannedTest, counts: dict[str, Any], note: str) -> None:
+        cell = plan.test_cell(test)
+        row = {**cell.tags(), **counts, "note": note[:300], "needs": self.needs}
+        (self.job_dir / f"plan-{test.name}.json").write_text(json.dumps(row, indent=2))
+        self.console.print(f"[dim]planned[/] {cell.run_name}: {counts['requests']} requests")
+
+    def on_failed(
+        self,
+        plan: CellPlan,
+        test: PlannedTest,
+        exc: Exception,
+        started_ns: int,
+        model: LanguageModel | None = None,
+        calls: dict[str, float] | None = None,
+    ) -> CellOutcome | None:
+        if model is None:  # the data or the model did not load: one row for the cell
+            if not self._said:
+                self._said = True
+                message = (
+                    str(exc) if isinstance(exc, TabmemError) else f"{type(exc).__name__}: {exc}"
+                )
+                _cannot_plan(plan.cell, self.job_dir, self.console, message)
+            return None
+        note = f"the test stopped on unsent answers: {type(exc).__name__}: {exc}"
+        self.write(plan, test, model.plan.as_dict(model.price), note)  # type: ignore[union-attr]
+        return None
+
+    def on_finished(
+        self,
+        plan: CellPlan,
+        test: PlannedTest,
+        result: TestResult,
+        model: LanguageModel,
+        calls: dict[str, float],
+        window_ns: tuple[int, int],
+        data_input: ShownData,
+    ) -> CellOutcome | None:
+        requests = model.plan
+        assert requests is not None
+        self.write(plan, test, requests.as_dict(model.price), not_applicable_note(result, requests))
+        return None
+
+
+def _cannot_plan(cell: Cell, job_dir: Path, console: Console, message: str) -> None:
     """A cell that cannot be planned: one sentence, and its row in the bill says why."""
-    console.print(f"[bold red]cannot plan[/] {Cell.from_config(cfg).run_name}: {message}")
-    row = {**Cell.from_config(cfg).tags(), "requests": None, "note": message[:300]}
-    (job_dir / f"plan-{cfg.test.name}.json").write_text(json.dumps(row, indent=2))
+    console.print(f"[bold red]cannot plan[/] {cell.run_name}: {message}")
+    row = {**cell.tags(), "requests": None, "note": message[:300]}
+    (job_dir / f"plan-{cell.test}.json").write_text(json.dumps(row, indent=2))
+
+
+def _sentence(exc: Exception) -> str:
+    """An error as the bill says it: ours as written, any other with its type."""
+    return str(exc) if isinstance(exc, TabmemError) else f"{type(exc).__name__}: {exc}"

@@ -1,14 +1,26 @@
-"""A grid cell's job: its test plan, the skip rules of grids, the outputs folder, and the
+"""A grid cell's job: its typed plan, the skip rules of grids, the outputs folder, and the
 per-test files the end-of-run summary reads (``cell-*.json``, and ``plan-*.json`` in a dry
 run). The runner, the dry run and the summary share these. (Not ``grid``: ``tabmem.grid`` is
-the Python API's function.)"""
+the Python API's function.)
+
+The entry points (``tabmem run``, the Python API, the dry run) read Hydra's composed config
+once, into a ``CellPlan``; the one path that runs a cell (``tabmem.execute.execute``) and
+everything below it read the plan, never the config.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from tabmem.cell import Cell, cell_params, config_hash, group_hash
+
+if TYPE_CHECKING:
+    from tabmem.data import Dataset
+    from tabmem.data.dataset import DatasetSpec
 
 CELL_GLOB = "cell-*.json"
 PLAN_GLOB = "plan-*.json"
@@ -67,14 +79,106 @@ SPEND = (
 """What a cell's queries spent (``CallStats``' counters the summary shows and sums)."""
 
 
+@dataclass(frozen=True)
+class PlannedTest:
+    """One test of a cell: its ``name``, its ``settings`` as composed (plain values, which the
+    test loads into its typed settings) and the cell's parameters with them (``params``:
+    what the run records, and its identity)."""
+
+    name: str
+    settings: Mapping[str, Any]
+    params: Mapping[str, Any]
+
+    @property
+    def config_hash(self) -> str:
+        return config_hash(self.params)
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    """What one cell runs and where its answers are kept, read once from the composed config:
+    the model's, the dataset's and the transform's configs as plain values, the seed, the tests
+    (each member of a suite; ``suite`` names the suite, "" for a single test), the outputs
+    folder (response cache, weights, batches), and whether it sends through a Batch API and
+    draws progress bars."""
+
+    cell: Cell
+    model: Mapping[str, Any]
+    dataset: DatasetSpec
+    transform: Mapping[str, Any]
+    seed: int
+    tests: tuple[PlannedTest, ...]
+    suite: str
+    outputs: Path
+    batch: bool = False
+    progress: bool = True
+
+    @classmethod
+    def of(cls, cfg: Any, tests: Sequence[tuple[str, Any]] | None = None) -> CellPlan:
+        """The plan of the composed cell ``cfg`` (after its preflight: its values are of their
+        kinds); ``tests``: the (name, composed config) pairs to run, by default every test the
+        cell runs."""
+        from omegaconf import OmegaConf
+
+        from tabmem.data.registry import spec_from_config
+        from tabmem.suites import is_suite
+
+        def plain(node: Any) -> dict[str, Any]:
+            if OmegaConf.is_config(node):
+                return OmegaConf.to_container(node, resolve=True)  # type: ignore[return-value]
+            return dict(node)
+
+        chosen = test_plan(cfg.test) if tests is None else tests
+        planned = tuple(
+            PlannedTest(name, plain(test_cfg), cell_params({**cfg, "test": test_cfg}))
+            for name, test_cfg in chosen
+        )
+        return cls(
+            cell=Cell.from_config(cfg),
+            model=plain(cfg.model),
+            dataset=spec_from_config(plain(cfg.dataset)),
+            transform=plain(cfg.transform),
+            seed=int(cfg.seed),
+            tests=planned,
+            suite=str(cfg.test.name) if is_suite(cfg.test) else "",
+            outputs=outputs_dir(cfg),
+            batch=bool(cfg.get("batch")),
+            progress=bool(cfg.get("progress", True)),
+        )
+
+    def test_cell(self, test: PlannedTest) -> Cell:
+        """The cell's name parts with ``test``'s name."""
+        return replace(self.cell, test=test.name)
+
+    @property
+    def group(self) -> str:
+        """What the cell's tests share and a dataset verdict joins them by (``group_hash``)."""
+        return group_hash(self.tests[0].params) if self.tests else ""
+
+    @property
+    def cache_path(self) -> Path:
+        return self.outputs / "cache" / "responses.sqlite"
+
+    @property
+    def weights_dir(self) -> Path:
+        return self.outputs / "weights"
+
+    @property
+    def batch_dir(self) -> Path | None:
+        """Where a grid with ``batch=true`` keeps its pending batches' ids; None without it."""
+        return self.outputs / "batches" if self.batch else None
+
+    def load_data(self) -> Dataset:
+        """The dataset as the cell's tests see it: the file, transformed with the seed."""
+        from tabmem.data import load_dataset
+        from tabmem.data.transforms import apply_transform
+
+        return apply_transform(load_dataset(self.dataset), self.transform, self.seed)
+
+
 def outputs_dir(cfg: Any) -> Path:
     """The resolved ``outputs_dir``: runs, MLflow store, cache and weights live there."""
     return Path(str(cfg.outputs_dir)).expanduser().resolve()
-
-
-def batch_dir(cfg: Any) -> Path | None:
-    """Where a grid with ``batch=true`` keeps its pending batches' ids; None without it."""
-    return outputs_dir(cfg) / "batches" if cfg.get("batch") else None
 
 
 def test_plan(test_cfg: Any) -> list[tuple[str, Any]]:

@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from tabmem.cell import Cell, cell_params, config_hash, group_hash
-from tabmem.errors import ProviderError, TabmemError
+from tabmem.errors import TabmemError
+from tabmem.execute import execute
 from tabmem.jobs import (
     SPEND_LEDGER,
     CellOutcome,
-    batch_dir,
+    CellPlan,
+    PlannedTest,
     outputs_dir,
     skip_reason,
     test_plan,
@@ -104,13 +106,6 @@ def figure_text(hits: int, queries: int, p_value: float | None) -> str:
     return text if p_value is None else f"{text} (p={p_value:.2g})"
 
 
-def raise_if_every_query_failed(result: TestResult) -> None:
-    """A result built only from failed queries says nothing about the model: fail the cell."""
-    errors = [r.error for r in result.records if r.error]
-    if result.records and len(errors) == len(result.records):
-        raise ProviderError(f"All {len(errors)} queries failed; the first error: {errors[0]}")
-
-
 def info_tags(result: TestResult) -> dict[str, str]:
     """Scalar ``info`` entries as ``info.<key>`` tags: reports read them without artifacts."""
     scalars = (str, int, float, bool)
@@ -173,10 +168,13 @@ def run_cell(
 ) -> list[CellOutcome]:
     """Run one cell (every test of a suite) end to end; never raises for a cell's own failure.
 
-    ``grid_dir`` is the folder of the whole run or sweep, where the budget's ledger lives;
-    ``cells_at_once`` how many cells the launcher runs side by side on this machine, which
-    share its cores (a local model gets its share as threads). ``in_grid``: a cell of a sweep
-    says one line per test (its reason and best query too with ``detail=true``).
+    The entry point of the cell's one path: its tests that finished already (or that the grid
+    skips) are said and kept; the rest are checked (``preflight``), read into the cell's plan
+    and run by ``execute``. ``grid_dir`` is the folder of the whole run or sweep, where the
+    budget's ledger lives; ``cells_at_once`` how many cells the launcher runs side by side on
+    this machine, which share its cores (a local model gets its share as threads).
+    ``in_grid``: a cell of a sweep says one line per test (its reason and best query too with
+    ``detail=true``).
     """
     die_with_launcher()
     console = console or Console()
@@ -188,13 +186,14 @@ def run_cell(
     suite = str(cfg.test.name) if is_suite(cfg.test) else ""
     brief = in_grid and not cfg.get("detail", False)
     one_line: dict[str, Any] = {"no_wrap": True, "overflow": "ellipsis"} if brief else {}
-    pending: list[tuple[Cell, dict[str, Any], Any]] = []
+    pending: list[tuple[str, Any]] = []
     outcomes: list[CellOutcome] = []
     for name, test_cfg in test_plan(cfg.test):  # finished tests first: no data, model or MLflow
         cell = replace(Cell.from_config(cfg), test=name)
-        params = cell_params({**cfg, "test": test_cfg})
         reason = skip_reason(cfg, name)
-        existing = None if cfg.force or reason else finished_run(cfg, config_hash(params))
+        existing = None
+        if not (cfg.force or reason):
+            existing = finished_run(cfg, config_hash(cell_params({**cfg, "test": test_cfg})))
         if reason:
             outcomes.append(CellOutcome(**cell.tags(), status="skipped", message=reason))
             console.print(f"[dim]skip[/] {cell.run_name}: {reason}", **one_line)
@@ -205,10 +204,10 @@ def run_cell(
                 **one_line,
             )
         else:
-            pending.append((cell, params, test_cfg))
+            pending.append((name, test_cfg))
     if pending:
         _store_of(cfg).use_writer()  # MLflow opens in a helper while the data and model load
-        problem = preflight_error(cfg, [(cell.test, test_cfg) for cell, _, test_cfg in pending])
+        problem = preflight_error(cfg, pending)
         if problem is not None:  # said now, not after the store and the model: seconds, not 30
             console.print(
                 f"[bold red]failed[/] {Cell.from_config(cfg).run_name}: {problem}", **one_line
@@ -222,8 +221,16 @@ def run_cell(
             Console(quiet=True) if problem is not None else console,
             brief,
         )
-        budget = None if problem is not None else grid_budget(cfg, grid_dir or job_dir)
-        outcomes += _run_pending(cfg, recorder, pending, budget, cpu_share(cells_at_once), problem)
+        if problem is not None:
+            started = time.time_ns()
+            for name, test_cfg in pending:
+                cell = replace(Cell.from_config(cfg), test=name)
+                params = cell_params({**cfg, "test": test_cfg})
+                outcomes.append(recorder.failed(cell, params, problem, started))
+        else:
+            plan = CellPlan.of(cfg, pending)
+            budget = grid_budget(cfg, grid_dir or job_dir)
+            outcomes += execute(plan, recorder, budget, cpu_share(cells_at_once))
     group = group_hash(cell_params(cfg))
     for outcome in outcomes:
         outcome.seed, outcome.group = int(cfg.seed), group
@@ -287,86 +294,6 @@ def cells_at_once(launcher: Any, multirun: bool) -> int:
     return n_jobs if n_jobs > 0 else max(1, _cores() + 1 + n_jobs)
 
 
-def _run_pending(
-    cfg: Any,
-    recorder: Recorder,
-    pending: list[tuple[Cell, dict[str, Any], Any]],
-    budget: Budget | None = None,
-    threads: int | None = None,
-    problem: TabmemError | None = None,
-) -> list[CellOutcome]:
-    """Load the data and the model once, then run and log each pending test (each fails with
-    ``problem``, the preflight's, when there is one)."""
-    from tabmem.battery.base import TestContext, run_test
-    from tabmem.data import load_dataset
-    from tabmem.data.transforms import apply_transform
-    from tabmem.data.twin import twin_info
-    from tabmem.llm.budget import BudgetReached
-    from tabmem.llm.cache import ResponseCache
-    from tabmem.llm.registry import build_model
-    from tabmem.tracking.inputs import ShownData
-    from tabmem.tracking.traces import QueryLog
-
-    outcomes: list[CellOutcome] = []
-    started = time.time_ns()  # each run starts where the previous one ended: the cell's time
-    cache = ResponseCache(outputs_dir(cfg) / "cache" / "responses.sqlite")
-    model: LanguageModel | None = None
-    try:
-        try:
-            if problem is not None:
-                raise problem
-            dataset = apply_transform(load_dataset(cfg.dataset), cfg.transform, int(cfg.seed))
-            data_input = ShownData.of(dataset)  # once per cell: every test's run names it
-            model = build_model(
-                cfg.model,
-                cache,
-                outputs_dir(cfg) / "weights",
-                # a bar is drawn in a terminal only: piped, it would leave an empty line
-                show_progress=bool(cfg.progress) and recorder.console.is_terminal,
-                budget=budget,
-                threads=threads,
-                batch_dir=batch_dir(cfg),
-            )
-        except Exception as exc:
-            return [recorder.failed(cell, params, exc, started) for cell, params, _ in pending]
-        for cell, params, test_cfg in pending:
-            before = model.stats.as_dict()
-            model.budget_stop = None
-            model.answered.clear()
-            try:
-                result = run_test(
-                    cell.test,
-                    TestContext(dataset=dataset, model=model, params=test_cfg, seed=int(cfg.seed)),
-                )
-                if model.budget_stop:
-                    raise BudgetReached(
-                        f"{model.budget_stop}; the answers received are cached, and a re-run "
-                        "with a larger budget_usd resumes from them"
-                    )
-                raise_if_every_query_failed(result)
-                result.info.update(twin_info(dataset))
-            except Exception as exc:
-                calls = model.stats.since(before)
-                outcomes.append(recorder.failed(cell, params, exc, started, model, calls))
-                started = time.time_ns()
-                continue
-            calls = model.stats.since(before)
-            queries = QueryLog(
-                result.records, cell.tags(), (started, time.time_ns()), list(model.answered)
-            )
-            outcomes.append(
-                recorder.finished(
-                    cell, params, result, calls, queries, model.endpoint, data_input=data_input
-                )
-            )
-            started = time.time_ns()
-        return outcomes
-    finally:
-        if model is not None:
-            model.close()
-        cache.close()
-
-
 def grid_budget(cfg: Any, grid_dir: Path) -> Budget | None:
     """The grid's spending cap (``budget_usd``), shared through a ledger in the grid's folder."""
     from tabmem.llm.budget import Budget
@@ -427,6 +354,41 @@ class Recorder:
         if endpoint:
             tags["endpoint"] = endpoint
         return tags
+
+    def request_plan(self) -> None:
+        """A recorder's cells send their requests."""
+        return None
+
+    def on_failed(
+        self,
+        plan: CellPlan,
+        test: PlannedTest,
+        exc: Exception,
+        started_ns: int,
+        model: LanguageModel | None = None,
+        calls: dict[str, float] | None = None,
+    ) -> CellOutcome:
+        """``execute``'s failed test, logged by ``failed``."""
+        return self.failed(plan.test_cell(test), dict(test.params), exc, started_ns, model, calls)
+
+    def on_finished(
+        self,
+        plan: CellPlan,
+        test: PlannedTest,
+        result: TestResult,
+        model: LanguageModel,
+        calls: dict[str, float],
+        window_ns: tuple[int, int],
+        data_input: ShownData,
+    ) -> CellOutcome:
+        """``execute``'s finished test, logged by ``finished`` with every query as a trace."""
+        from tabmem.tracking.traces import QueryLog
+
+        cell = plan.test_cell(test)
+        queries = QueryLog(result.records, cell.tags(), window_ns, list(model.answered))
+        return self.finished(
+            cell, dict(test.params), result, calls, queries, model.endpoint, data_input=data_input
+        )
 
     def failed(
         self,

@@ -21,6 +21,7 @@ LAYERS = [
     {"preflight"},
     {"lab"},
     {"report"},
+    {"execute"},
     {"dry_run"},
     {"runner"},
     {"api"},

@@ -1,0 +1,135 @@
+"""The one path of a cell: its plan's data and model loaded once, each test run, and what each
+gave handed to a sink. ``tabmem run``, the Python API and the dry run all run cells here: the
+runner's ``Recorder`` logs each test as an MLflow run, the dry run's ``Bill`` writes what its
+unsent requests would cost.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Protocol
+
+from rich.console import Console
+
+from tabmem.errors import ProviderError
+from tabmem.jobs import CellOutcome, CellPlan, PlannedTest
+
+if TYPE_CHECKING:
+    from tabmem.llm.budget import Budget
+    from tabmem.llm.client import LanguageModel
+    from tabmem.llm.plan import RequestPlan
+    from tabmem.results import TestResult
+    from tabmem.tracking.inputs import ShownData
+
+
+def raise_if_every_query_failed(result: TestResult) -> None:
+    """A result built only from failed queries says nothing about the model: fail the cell."""
+    errors = [r.error for r in result.records if r.error]
+    if result.records and len(errors) == len(result.records):
+        raise ProviderError(f"All {len(errors)} queries failed; the first error: {errors[0]}")
+
+
+class Sink(Protocol):
+    """Where ``execute`` hands what each test of a cell gave: a ``Recorder`` logs a run to
+    MLflow; a dry run's ``tabmem.dry_run.Bill`` writes what the unsent requests would cost."""
+
+    console: Console
+
+    def request_plan(self) -> RequestPlan | None:
+        """A fresh plan to count the next test's unsent requests in (a dry run), or None to
+        send them."""
+
+    def on_failed(
+        self,
+        plan: CellPlan,
+        test: PlannedTest,
+        exc: Exception,
+        started_ns: int,
+        model: LanguageModel | None = None,
+        calls: dict[str, float] | None = None,
+    ) -> CellOutcome | None:
+        """A test that could not finish (``model`` None: the data or model never loaded)."""
+
+    def on_finished(
+        self,
+        plan: CellPlan,
+        test: PlannedTest,
+        result: TestResult,
+        model: LanguageModel,
+        calls: dict[str, float],
+        window_ns: tuple[int, int],
+        data_input: ShownData,
+    ) -> CellOutcome | None:
+        """A test that finished with ``result``."""
+
+
+def execute(
+    plan: CellPlan,
+    sink: Sink,
+    budget: Budget | None = None,
+    threads: int | None = None,
+) -> list[CellOutcome]:
+    """The one path of a cell: load the data and the model once, then run each test of
+    ``plan`` and hand its result (or its failure) to ``sink``."""
+    from tabmem.battery.base import TestContext, run_test
+    from tabmem.data.twin import twin_info
+    from tabmem.llm.budget import BudgetReached
+    from tabmem.llm.cache import ResponseCache
+    from tabmem.llm.registry import build_model
+    from tabmem.tracking.inputs import ShownData
+
+    outcomes: list[CellOutcome | None] = []
+    started = time.time_ns()  # each run starts where the previous one ended: the cell's time
+    cache = ResponseCache(plan.cache_path)
+    model: LanguageModel | None = None
+    try:
+        try:
+            dataset = plan.load_data()
+            data_input = ShownData.of(dataset)  # once per cell: every test's run names it
+            model = build_model(
+                plan.model,
+                cache,
+                plan.weights_dir,
+                # a bar is drawn in a terminal only: piped, it would leave an empty line
+                show_progress=plan.progress and sink.console.is_terminal,
+                budget=budget,
+                plan=sink.request_plan(),
+                threads=threads,
+                batch_dir=plan.batch_dir,
+            )
+        except Exception as exc:
+            outcomes = [sink.on_failed(plan, test, exc, started) for test in plan.tests]
+            return [o for o in outcomes if o is not None]
+        for test in plan.tests:
+            before = model.stats.as_dict()
+            model.budget_stop = None
+            model.answered.clear()
+            if model.plan is not None:
+                model.plan = sink.request_plan()
+            try:
+                result = run_test(
+                    test.name,
+                    TestContext(dataset=dataset, model=model, params=test.settings, seed=plan.seed),
+                )
+                if model.budget_stop:
+                    raise BudgetReached(
+                        f"{model.budget_stop}; the answers received are cached, and a re-run "
+                        "with a larger budget_usd resumes from them"
+                    )
+                if model.plan is None:
+                    raise_if_every_query_failed(result)
+                result.info.update(twin_info(dataset))
+            except Exception as exc:
+                calls = model.stats.since(before)
+                outcomes.append(sink.on_failed(plan, test, exc, started, model, calls))
+                started = time.time_ns()
+                continue
+            calls = model.stats.since(before)
+            window = (started, time.time_ns())
+            outcomes.append(sink.on_finished(plan, test, result, model, calls, window, data_input))
+            started = time.time_ns()
+        return [o for o in outcomes if o is not None]
+    finally:
+        if model is not None:
+            model.close()
+        cache.close()
