@@ -1,4 +1,6 @@
-"""Run one grid cell: load the dataset, build the model, run the test, track the result.
+"""Run one grid cell: the tests that finished or that the grid skips kept, the rest checked,
+read into the cell's plan and run on the one path (``tabmem.execute``), each result tracked as
+an MLflow run by the ``Recorder``.
 
 ``dry_run=true`` builds the cell's requests without sending any and without an MLflow run, and
 writes what they would cost (``plan-<test>.json``); ``budget_usd`` caps the spend of the grid.
