@@ -10,153 +10,25 @@ A dataset may also be a CSV path or a DataFrame, and a model a Python callable o
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tabmem.errors import ConfigError, DatasetError
+from tabmem.results import RESULT_COLUMNS, SPEND, CellResult
 from tabmem.suites import is_suite
 
 if TYPE_CHECKING:
     import pandas as pd
     from omegaconf import DictConfig
 
-    from tabmem.jobs import CellOutcome
     from tabmem.report.dataset_verdicts import DatasetOutcome
     from tabmem.tracking.store import TrackingStore
-
-RESULT_COLUMNS = (
-    "model",
-    "dataset",
-    "test",
-    "transform",
-    "status",
-    "verdict",
-    "n_queries",
-    "n_hits",
-    "rate",
-    "baseline",
-    "p_value",
-    "reason",
-    "run_id",
-    "scope",
-)
-
-
-@dataclass
-class CellResult:
-    """One test of one cell as MLflow holds it: counts, statistic, baseline, p-value, verdict.
-
-    ``rate`` is the test's statistic (hits per query, or the test's own rate); ``metrics`` holds
-    every number the run logged. ``status`` is ``finished``, ``skipped`` (finished earlier: the
-    figures are that run's) or ``failed`` (``message`` says why). ``queries`` loads the query
-    records (prompt, expected, completion, score) from the run's artifacts on first use.
-    """
-
-    model: str
-    dataset: str
-    test: str
-    transform: str
-    status: str
-    verdict: str
-    reason: str = ""
-    n_queries: int = 0
-    n_hits: int = 0
-    rate: float | None = None
-    baseline: float | None = None
-    p_value: float | None = None
-    metrics: dict[str, float] = field(default_factory=dict)
-    run_id: str = ""
-    tracking_uri: str = ""
-    message: str = ""
-    scope: str = "test"  # "dataset": the dataset verdict of the cell's tests of rows seen
-    _queries: pd.DataFrame | None = field(default=None, repr=False, compare=False)
-
-    @classmethod
-    def from_outcome(cls, outcome: CellOutcome, store: TrackingStore) -> CellResult:
-        """The outcome's MLflow run read back (a cell skipped without a run keeps its reason)."""
-        cell = {k: getattr(outcome, k) for k in ("model", "dataset", "test", "transform")}
-        if not outcome.run_id:
-            status = outcome.status
-            return cls(**cell, status=status, verdict=status, message=outcome.message)
-        run = store.client.get_run(outcome.run_id)
-        metrics, tags = dict(run.data.metrics), run.data.tags
-        return cls(
-            **cell,
-            status=outcome.status,
-            verdict=tags.get("verdict", outcome.status),
-            reason=tags.get("reason") or tags.get("error", ""),
-            n_queries=int(metrics.get("n_queries", 0)),
-            n_hits=int(metrics.get("n_hits", 0)),
-            rate=metrics.get("rate"),
-            baseline=metrics.get("baseline"),
-            p_value=metrics.get("p_value"),
-            metrics=metrics,
-            run_id=outcome.run_id,
-            tracking_uri=store.uri,
-            message=outcome.message,
-        )
-
-    @classmethod
-    def from_dataset_verdict(cls, found: DatasetOutcome, tracking_uri: str) -> CellResult:
-        """A dataset verdict (``tabmem.report.dataset_verdicts``) as a result row: test
-        ``dataset``, scope ``dataset``, the combined p-value, the tests it combined and its grid
-        q-value (metric ``q_value``)."""
-        verdict = found.verdict
-        cell = found.cell
-        tests = verdict.combined
-        q = {} if found.q_value is None else {"q_value": found.q_value}
-        return cls(
-            **cell.tags(),
-            status=found.status,
-            verdict=verdict.verdict.value,
-            reason=verdict.reason,
-            n_queries=len(tests),
-            n_hits=len(verdict.carried_by),
-            p_value=verdict.p_value,
-            metrics={**{f"p_value.{t.test}": float(t.p_value) for t in tests}, **q},
-            run_id=found.run_id,
-            tracking_uri=tracking_uri,
-            scope="dataset",
-        )
-
-    @property
-    def queries(self) -> pd.DataFrame:
-        """Every query of the run (the ``queries.json`` artifact); empty when it logged none."""
-        if self._queries is None:
-            self._queries = _load_queries(self.tracking_uri, self.run_id)
-        return self._queries
-
-    def to_frame(self) -> pd.DataFrame:
-        """The result as a one-row DataFrame (the columns of ``tabmem.grid``)."""
-        import pandas as pd
-
-        return pd.DataFrame([{column: getattr(self, column) for column in RESULT_COLUMNS}])
-
-    def __repr__(self) -> str:
-        lines = [f"<CellResult {self.model} | {self.dataset} | {self.test} | {self.transform}>"]
-        state = self.message if self.status == "skipped" and self.message else self.status
-        lines.append(f"  verdict:  {self.verdict}, {state}")
-        if self.run_id and self.status != "failed":
-            figures = f"{self.n_hits}/{self.n_queries} hits"
-            for label, value in (("rate", self.rate), ("baseline", self.baseline)):
-                if value is not None:
-                    figures += f", {label} {value:.3g}"
-            if self.p_value is not None:
-                figures += f", p-value {self.p_value:.3g}"
-            lines.append(f"  figures:  {figures}")
-        if self.reason or self.status == "failed":
-            lines.append(f"  reason:   {_short(self.reason or self.message)}")
-        if self.run_id:
-            lines.append(f"  MLflow:   run {self.run_id} in {self.tracking_uri}")
-        return "\n".join(lines)
 
 
 def run(
@@ -199,7 +71,7 @@ def _run_outcomes(
     force: bool,
     quiet: bool,
     overrides: Mapping[str, Any],
-) -> tuple[DictConfig, list[CellOutcome]]:
+) -> tuple[DictConfig, list[CellResult]]:
     """Compose one cell's config and run it; its config and its tests' outcomes."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -223,7 +95,7 @@ def _run_outcomes(
 
 
 def _results(
-    cfg: DictConfig, outcomes: Sequence[CellOutcome], datasets: bool = True
+    cfg: DictConfig, outcomes: Sequence[CellResult], datasets: bool = True
 ) -> list[CellResult]:
     """The outcomes read back from MLflow, then (``datasets``) their dataset verdicts, each
     logged once."""
@@ -231,10 +103,53 @@ def _results(
     from tabmem.runner import open_store
 
     store = open_store(cfg)
-    results = [CellResult.from_outcome(outcome, store) for outcome in outcomes]
+    results = [read_back(outcome, store) for outcome in outcomes]
     for found in dataset_outcomes(outcomes, rule_of(cfg), store) if datasets else []:
-        results.append(CellResult.from_dataset_verdict(found, store.uri))
+        results.append(dataset_result(found, store.uri))
     return results
+
+
+def read_back(outcome: CellResult, store: TrackingStore) -> CellResult:
+    """A cell's record as its MLflow run holds it (a cell skipped without a run keeps its
+    reason): the store is the truth a notebook reads."""
+    if not outcome.run_id:
+        return replace(outcome, verdict=outcome.status)
+    run = store.client.get_run(outcome.run_id)
+    kept = {k: getattr(outcome, k) for k in ("model", "dataset", "test", "transform", "message")}
+    spend = {k: getattr(outcome, k) for k in SPEND}
+    return CellResult.from_run(
+        outcome.run_id,
+        run.data.tags,
+        run.data.metrics,
+        outcome.status,
+        **kept,
+        **spend,
+        seed=outcome.seed,
+        group=outcome.group,
+        tracking_uri=store.uri,
+    )
+
+
+def dataset_result(found: DatasetOutcome, tracking_uri: str) -> CellResult:
+    """A dataset verdict (``tabmem.report.dataset_verdicts``) as a result row: test
+    ``dataset``, scope ``dataset``, the combined p-value, the tests it combined and its grid
+    q-value (metric ``q_value``)."""
+    verdict = found.verdict
+    tests = verdict.combined
+    q = {} if found.q_value is None else {"q_value": found.q_value}
+    return CellResult(
+        **found.cell.tags(),
+        status=found.status,
+        verdict=verdict.verdict.value,
+        reason=verdict.reason,
+        n_queries=len(tests),
+        n_hits=len(verdict.carried_by),
+        p_value=verdict.p_value,
+        metrics={**{f"p_value.{t.test}": float(t.p_value) for t in tests}, **q},
+        run_id=found.run_id,
+        tracking_uri=tracking_uri,
+        scope="dataset",
+    )
 
 
 def grid(
@@ -256,7 +171,7 @@ def grid(
     """
     import pandas as pd
 
-    outcomes: list[CellOutcome] = []
+    outcomes: list[CellResult] = []
     cfg = None
     for model_name, model in _named(models, "model"):
         for name, dataset in _named(datasets, "dataset"):
@@ -411,23 +326,3 @@ def _named(items: Sequence[Any] | Mapping[str, Any], group: str) -> list[tuple[s
         (None if isinstance(v, str) and (folder / f"{v}.yaml").is_file() else k, v)
         for k, v in items.items()
     ]
-
-
-def _load_queries(tracking_uri: str, run_id: str) -> pd.DataFrame:
-    import pandas as pd
-    from mlflow.tracking import MlflowClient
-
-    if not run_id:
-        return pd.DataFrame()
-    client = MlflowClient(tracking_uri=tracking_uri)
-    if "queries.json" not in {a.path for a in client.list_artifacts(run_id)}:
-        return pd.DataFrame()
-    with tempfile.TemporaryDirectory() as folder:
-        local = client.download_artifacts(run_id, "queries.json", folder)
-        table = json.loads(Path(local).read_text(encoding="utf-8"))
-    return pd.DataFrame(table["data"], columns=table["columns"])
-
-
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

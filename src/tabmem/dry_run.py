@@ -26,8 +26,8 @@ from tabmem.preflight import cell_problems, credentials_problems
 from tabmem.results import TestResult, Verdict
 
 if TYPE_CHECKING:
-    from tabmem.jobs import CellOutcome
     from tabmem.llm.client import LanguageModel
+    from tabmem.results import CellResult
     from tabmem.tracking.inputs import ShownData
 
 
@@ -97,7 +97,7 @@ class Bill:
         started_ns: int,
         model: LanguageModel | None = None,
         calls: dict[str, float] | None = None,
-    ) -> CellOutcome | None:
+    ) -> CellResult | None:
         if model is None:  # the data or the model did not load: one row for the cell
             if not self._said:
                 self._said = True
@@ -119,7 +119,7 @@ class Bill:
         calls: dict[str, float],
         window_ns: tuple[int, int],
         data_input: ShownData,
-    ) -> CellOutcome | None:
+    ) -> CellResult | None:
         requests = model.plan
         assert requests is not None
         self.write(plan, test, requests.as_dict(model.price), not_applicable_note(result, requests))

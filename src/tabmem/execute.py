@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Protocol
 from rich.console import Console
 
 from tabmem.errors import ProviderError
-from tabmem.jobs import CellOutcome, CellPlan, PlannedTest
+from tabmem.jobs import CellPlan, PlannedTest
+from tabmem.results import CellResult
 
 if TYPE_CHECKING:
     from tabmem.llm.budget import Budget
@@ -47,7 +48,7 @@ class Sink(Protocol):
         started_ns: int,
         model: LanguageModel | None = None,
         calls: dict[str, float] | None = None,
-    ) -> CellOutcome | None:
+    ) -> CellResult | None:
         """A test that could not finish (``model`` None: the data or model never loaded)."""
 
     def on_finished(
@@ -59,7 +60,7 @@ class Sink(Protocol):
         calls: dict[str, float],
         window_ns: tuple[int, int],
         data_input: ShownData,
-    ) -> CellOutcome | None:
+    ) -> CellResult | None:
         """A test that finished with ``result``."""
 
 
@@ -68,7 +69,7 @@ def execute(
     sink: Sink,
     budget: Budget | None = None,
     threads: int | None = None,
-) -> list[CellOutcome]:
+) -> list[CellResult]:
     """The one path of a cell: load the data and the model once, then run each test of
     ``plan`` and hand its result (or its failure) to ``sink``."""
     from tabmem.battery.base import TestContext, run_test
@@ -78,7 +79,7 @@ def execute(
     from tabmem.llm.registry import build_model
     from tabmem.tracking.inputs import ShownData
 
-    outcomes: list[CellOutcome | None] = []
+    outcomes: list[CellResult | None] = []
     started = time.time_ns()  # each run starts where the previous one ended: the cell's time
     cache = ResponseCache(plan.cache_path)
     model: LanguageModel | None = None

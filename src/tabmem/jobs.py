@@ -10,9 +10,8 @@ everything below it read the plan, never the config.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,58 +24,6 @@ if TYPE_CHECKING:
 CELL_GLOB = "cell-*.json"
 PLAN_GLOB = "plan-*.json"
 SPEND_LEDGER = "spend.json"
-
-
-@dataclass
-class CellOutcome:
-    """What happened to a cell, as the end-of-run summary shows it."""
-
-    model: str
-    dataset: str
-    test: str
-    transform: str
-    status: str
-    verdict: str = ""
-    figure: str = ""
-    run_id: str = ""
-    message: str = ""
-    p_value: float | None = None
-    seed: int = 0
-    group: str = ""  # the cell's model, dataset, transform and seed: what a dataset verdict joins
-    model_calls: int = 0
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_prompt_tokens: int = 0
-    evaluated_tokens: int = 0
-    cost_usd: float = 0.0
-    unpriced_answers: int = 0
-    uncounted_answers: int = 0
-
-    def add_calls(self, calls: dict[str, float]) -> None:
-        """Take the calls, tokens and dollars of the cell's queries."""
-        for name in SPEND:
-            kind = type(getattr(self, name))
-            setattr(self, name, kind(calls.get(name, 0)))
-
-    def write(self, folder: Path) -> None:
-        """One file per test of the cell, read back by the end-of-run summary."""
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"cell-{self.test}.json").write_text(json.dumps(asdict(self), indent=2))
-
-
-SPEND = (
-    "model_calls",
-    "cache_hits",
-    "prompt_tokens",
-    "completion_tokens",
-    "cached_prompt_tokens",
-    "evaluated_tokens",
-    "cost_usd",
-    "unpriced_answers",
-    "uncounted_answers",
-)
-"""What a cell's queries spent (``CallStats``' counters the summary shows and sums)."""
 
 
 @dataclass(frozen=True)

@@ -26,16 +26,16 @@ from tabmem.errors import TabmemError
 from tabmem.execute import execute
 from tabmem.jobs import (
     SPEND_LEDGER,
-    CellOutcome,
     CellPlan,
     PlannedTest,
     outputs_dir,
     skip_reason,
     test_plan,
 )
+from tabmem.results import CellResult, figure_text
 from tabmem.suites import is_suite
 from tabmem.tracking.naming import run_description, run_title
-from tabmem.tracking.store import StoredRun, TrackingStore
+from tabmem.tracking.store import TrackingStore
 
 # The data, the tests, the models and MLflow are imported where a cell first needs them:
 # a cell that already finished is skipped without any of them (scripts/bench_startup.py).
@@ -103,11 +103,6 @@ def headline(result: TestResult) -> str:
     return figure_text(result.n_hits, result.n_queries, result.p_value)
 
 
-def figure_text(hits: int, queries: int, p_value: float | None) -> str:
-    text = f"{hits}/{queries}"
-    return text if p_value is None else f"{text} (p={p_value:.2g})"
-
-
 def info_tags(result: TestResult) -> dict[str, str]:
     """Scalar ``info`` entries as ``info.<key>`` tags: reports read them without artifacts."""
     scalars = (str, int, float, bool)
@@ -167,7 +162,7 @@ def run_cell(
     grid_dir: Path | None = None,
     cells_at_once: int = 1,
     in_grid: bool = False,
-) -> list[CellOutcome]:
+) -> list[CellResult]:
     """Run one cell (every test of a suite) end to end; never raises for a cell's own failure.
 
     The entry point of the cell's one path: its tests that finished already (or that the grid
@@ -189,7 +184,7 @@ def run_cell(
     brief = in_grid and not cfg.get("detail", False)
     one_line: dict[str, Any] = {"no_wrap": True, "overflow": "ellipsis"} if brief else {}
     pending: list[tuple[str, Any]] = []
-    outcomes: list[CellOutcome] = []
+    outcomes: list[CellResult] = []
     for name, test_cfg in test_plan(cfg.test):  # finished tests first: no data, model or MLflow
         cell = replace(Cell.from_config(cfg), test=name)
         reason = skip_reason(cfg, name)
@@ -197,7 +192,7 @@ def run_cell(
         if not (cfg.force or reason):
             existing = finished_run(cfg, config_hash(cell_params({**cfg, "test": test_cfg})))
         if reason:
-            outcomes.append(CellOutcome(**cell.tags(), status="skipped", message=reason))
+            outcomes.append(CellResult(**cell.tags(), status="skipped", message=reason))
             console.print(f"[dim]skip[/] {cell.run_name}: {reason}", **one_line)
         elif existing:
             outcomes.append(stored_outcome(cell, existing))
@@ -251,25 +246,20 @@ def preflight_error(cfg: Any, tests: Sequence[tuple[str, Any]] | None = None) ->
     return problems[0] if problems else None
 
 
-def finished_run(cfg: Any, config_hash: str) -> StoredRun | None:
+def finished_run(cfg: Any, config_hash: str) -> CellResult | None:
     """The newest finished run of a cell's configuration in its store, if there is one (a
     SQLite store answers with one read-only query, before MLflow is imported)."""
     return _store_of(cfg).finished(config_hash)
 
 
-def stored_outcome(cell: Cell, run: StoredRun) -> CellOutcome:
+def stored_outcome(cell: Cell, run: CellResult) -> CellResult:
     """A cell skipped because the same configuration already finished: that run's verdict,
     figures and p-value, as the summary and the dataset verdict read them."""
-    metrics, tags = run.metrics, run.tags
-    queries = int(metrics.get("n_queries", 0))
-    return CellOutcome(
+    return replace(
+        run,
         **cell.tags(),
         status="skipped",
-        verdict=tags.get("verdict", ""),
-        figure=figure_text(int(metrics.get("n_hits", 0)), queries, metrics.get("p_value")),
-        run_id=run.run_id,
         message="already finished (force=true runs it again)",
-        p_value=metrics.get("p_value"),
     )
 
 
@@ -369,7 +359,7 @@ class Recorder:
         started_ns: int,
         model: LanguageModel | None = None,
         calls: dict[str, float] | None = None,
-    ) -> CellOutcome:
+    ) -> CellResult:
         """``execute``'s failed test, logged by ``failed``."""
         return self.failed(plan.test_cell(test), dict(test.params), exc, started_ns, model, calls)
 
@@ -382,7 +372,7 @@ class Recorder:
         calls: dict[str, float],
         window_ns: tuple[int, int],
         data_input: ShownData,
-    ) -> CellOutcome:
+    ) -> CellResult:
         """``execute``'s finished test, logged by ``finished`` with every query as a trace."""
         from tabmem.tracking.traces import QueryLog
 
@@ -400,7 +390,7 @@ class Recorder:
         started_ns: int,
         model: LanguageModel | None = None,
         calls: dict[str, float] | None = None,
-    ) -> CellOutcome:
+    ) -> CellResult:
         """A failed cell: logged as a FAILED run with its error (and the tokens and dollars its
         queries used before it failed); one sentence on the terminal (one line when ``brief``:
         the summary at the end says it whole)."""
@@ -430,7 +420,9 @@ class Recorder:
             no_wrap=self.brief,
             overflow="ellipsis" if self.brief else None,
         )
-        outcome = CellOutcome(**cell.tags(), status="failed", run_id=run_id, message=message)
+        outcome = CellResult(
+            **cell.tags(), status="failed", verdict="failed", run_id=run_id, message=message
+        )
         outcome.add_calls(calls or {})
         return outcome
 
@@ -444,7 +436,7 @@ class Recorder:
         endpoint: str = "",
         extra_tags: dict[str, str] | None = None,
         data_input: DatasetInput | ShownData | None = None,
-    ) -> CellOutcome:
+    ) -> CellResult:
         """A finished cell: verdict, figures, every query and the config, as one FINISHED run
         (``extra_tags`` mark where its answers came from, such as a transcript; ``data_input``,
         the data as the model was shown it (``tracking.inputs``), the run's dataset input)."""
@@ -492,13 +484,20 @@ class Recorder:
             dataset=data_input,
         )
         close_figures(result)
-        outcome = CellOutcome(
+        outcome = CellResult(
             **cell.tags(),
             status="finished",
             verdict=result.verdict.value,
             figure=headline(result),
             run_id=run_id,
             p_value=result.p_value,
+            reason=result.reason,
+            n_queries=result.n_queries,
+            n_hits=result.n_hits,
+            rate=result.rate,
+            baseline=result.baseline,
+            metrics=metrics,
+            tracking_uri=self.store.uri,
         )
         outcome.add_calls(calls)
         return outcome

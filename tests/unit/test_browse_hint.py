@@ -6,8 +6,8 @@ import io
 
 from rich.console import Console
 
-from tabmem.jobs import CellOutcome
 from tabmem.report.summary import browse_hint, print_summary
+from tabmem.results import CellResult
 from tabmem.tracking.store import TrackingStore
 from tabmem.tracking.ui_links import RUNS_VIEW, experiment_url
 
@@ -30,7 +30,7 @@ def test_the_printed_address_opens_the_experiments_runs_list(tmp_path):
     assert address.endswith(f"/#/experiments/{store.experiment_id}?{RUNS_VIEW}")
     assert browse_hint(store.uri, "runs-list").endswith(f"then open {address}")
 
-    CellOutcome("m", "iris", "header", "original", "finished", "evidence", "4/4", run_id).write(
+    CellResult("m", "iris", "header", "original", "finished", "evidence", "4/4", run_id).write(
         tmp_path / "0"
     )
     console = Console(width=100, record=True, file=io.StringIO())

@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from tabmem.jobs import CellOutcome
 from tabmem.report.answer import names_within, summary_console
 from tabmem.report.dataset_verdicts import dataset_outcomes
 from tabmem.report.summary import print_summary
 from tabmem.report.terminal import show_brief
-from tabmem.results import TestResult, Verdict
+from tabmem.results import CellResult, TestResult, Verdict
 from tabmem.stats.combine import DatasetRule
 
 MODELS = ("oracle-memorizer", "oracle-null", "oracle-learner", "oracle-partial")
@@ -23,7 +22,7 @@ DATASETS = ("iris", "california-housing", "spaceship-titanic")
 TESTS = ("header", "row_completion", "feature_completion", "first_token")
 
 
-def _grid(folder: Path) -> list[CellOutcome]:
+def _grid(folder: Path) -> list[CellResult]:
     """48 tests: four models × three files × the memorization suite, one file failing."""
     outcomes = []
     job = 0
@@ -32,7 +31,7 @@ def _grid(folder: Path) -> list[CellOutcome]:
             group = f"{model}|{dataset}|original|0"
             for test in TESTS:
                 if dataset == "spaceship-titanic":
-                    outcome = CellOutcome(
+                    outcome = CellResult(
                         model,
                         dataset,
                         test,
@@ -49,7 +48,7 @@ def _grid(folder: Path) -> list[CellOutcome]:
                     if model != "oracle-memorizer" and test != "first_token":
                         verdict = "no_evidence"
                     p = 1e-9 if memorized else 0.7
-                    outcome = CellOutcome(
+                    outcome = CellResult(
                         model,
                         dataset,
                         test,
@@ -68,7 +67,7 @@ def _grid(folder: Path) -> list[CellOutcome]:
     return outcomes
 
 
-def _printed(folder: Path, outcomes: list[CellOutcome], width: int, detail: bool = False):
+def _printed(folder: Path, outcomes: list[CellResult], width: int, detail: bool = False):
     verdicts = dataset_outcomes(outcomes, DatasetRule())
     console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
     print_summary(folder, "sqlite:///nowhere.db", "grid", console, verdicts, detail=detail)

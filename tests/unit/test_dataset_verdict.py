@@ -10,10 +10,9 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from tabmem.jobs import CellOutcome
 from tabmem.report.dataset_verdicts import combine_outcomes, dataset_outcomes, rule_of
 from tabmem.report.summary import print_summary
-from tabmem.results import Verdict
+from tabmem.results import CellResult, Verdict
 from tabmem.stats.combine import (
     P_CEILING,
     DatasetRule,
@@ -178,7 +177,7 @@ def test_nothing_decided_is_not_applicable_with_the_reasons():
 
 
 def _outcome(test, group="g1", verdict="no_evidence", p=0.5, status="finished", **kw):
-    return CellOutcome(
+    return CellResult(
         model=kw.get("model", "m"),
         dataset=kw.get("dataset", "iris"),
         test=test,

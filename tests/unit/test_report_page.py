@@ -9,16 +9,16 @@ import re
 import pytest
 
 from tabmem.cell import Cell
-from tabmem.jobs import CellOutcome
 from tabmem.report.dataset_verdicts import dataset_outcomes
 from tabmem.report.page import load_matrix, render, ui_url_for, write_page
+from tabmem.results import CellResult
 from tabmem.stats.combine import DatasetRule, benjamini_hochberg
 from tabmem.tracking.store import TrackingStore
 
 UI = "http://ui.example:5000"
 
 
-def _log(store, model, dataset, test, verdict, transform="original", **metrics) -> CellOutcome:
+def _log(store, model, dataset, test, verdict, transform="original", **metrics) -> CellResult:
     """One finished test run in ``store``; its outcome, as the runner reports it."""
     cell = Cell(model, dataset, test, transform)
     reason = f"{test} said {verdict} (p < 0.01)"
@@ -26,7 +26,7 @@ def _log(store, model, dataset, test, verdict, transform="original", **metrics) 
     run_id = store.log_cell(f"{verdict} · {model}", tags, {}, metrics, {}, {}, failed=False)
     group = f"{model}|{dataset}|{transform}|0"
     p = metrics.get("p_value")
-    return CellOutcome(
+    return CellResult(
         model, dataset, test, transform, "finished", verdict, "", run_id, "", p, 0, group
     )
 
@@ -250,10 +250,10 @@ def test_a_grids_page_shows_the_cells_it_skipped_with_the_reason(tmp_path):
     _log(store, "memorizer", "iris", "header", "evidence", n_hits=4, n_queries=4)
     reason = "dataset file not present: Dataset 'fico' needs a file you provide"
     skipped = [
-        CellOutcome("memorizer", "fico", t, "original", "skipped", message=reason)
+        CellResult("memorizer", "fico", t, "original", "skipped", message=reason)
         for t in ("header", "row_completion")
     ]
-    already = CellOutcome(
+    already = CellResult(
         "memorizer", "iris", "header", "original", "skipped", "evidence", "", "r1", "done"
     )
     out = tmp_path / "report.html"

@@ -10,7 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tabmem.tracking.store import StoredRun, TrackingStore
+from tabmem.tracking.store import TrackingStore
 
 
 def _store(folder: Path) -> TrackingStore:
@@ -39,12 +39,10 @@ def test_the_sqlite_lookup_finds_the_run_mlflow_finds_without_opening_mlflow(tmp
     reader = _store(tmp_path)
     found = reader.finished("h1")
     assert reader._client is None  # answered by sqlite3 alone
-    assert found == StoredRun(
-        newest,
-        found.tags,
-        {"n_hits": 3.0, "n_queries": 4.0, "p_value": 0.01},
-    )
-    assert found.tags["config_hash"] == "h1" and found.tags["verdict"] == "evidence"
+    assert found.run_id == newest and found.status == "finished"
+    assert found.metrics == {"n_hits": 3.0, "n_queries": 4.0, "p_value": 0.01}
+    assert (found.verdict, found.n_hits, found.n_queries) == ("evidence", 3, 4)
+    assert found.figure == "3/4 (p=0.01)"
     assert reader.finished("h2") is None and reader.finished("nope") is None
     assert reader._client is None
     assert writer.finished("h1") == found  # the client's search, on the open store

@@ -7,12 +7,12 @@ import io
 
 from rich.console import Console
 
-from tabmem.jobs import CellOutcome
 from tabmem.report.summary import ceiling_note, print_summary, spend_line
+from tabmem.results import CellResult
 
 
 def _outcome(**counts) -> dict:
-    base = CellOutcome("oracle-null", "iris", "header", "original", "finished", "no_evidence")
+    base = CellResult("oracle-null", "iris", "header", "original", "finished", "no_evidence")
     base.add_calls(counts)
     return vars(base)
 
@@ -56,7 +56,7 @@ def test_a_combined_p_of_one_half_says_why():
 def test_the_summary_prints_the_reason_under_its_answer(tmp_path):
     job = tmp_path / "0"
     for test in ("header", "row_completion"):
-        CellOutcome(
+        CellResult(
             "oracle-null",
             "iris",
             test,

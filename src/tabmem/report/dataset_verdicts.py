@@ -23,8 +23,7 @@ import yaml
 from rich.table import Table
 
 from tabmem.cell import Cell, config_hash
-from tabmem.jobs import CellOutcome
-from tabmem.results import Verdict
+from tabmem.results import CellResult, Verdict
 from tabmem.stats.combine import (
     DatasetRule,
     DatasetVerdict,
@@ -79,7 +78,7 @@ def rule_of(cfg: Mapping[str, Any] | None) -> DatasetRule:
     )
 
 
-def _as_test(outcome: CellOutcome) -> TestOutcome:
+def _as_test(outcome: CellResult) -> TestOutcome:
     if outcome.status == "failed":
         why = f"failed: {outcome.message}"
         return TestOutcome(outcome.test, "failed", None, outcome.run_id, why)
@@ -87,8 +86,8 @@ def _as_test(outcome: CellOutcome) -> TestOutcome:
 
 
 def combine_outcomes(
-    outcomes: Sequence[CellOutcome], rule: DatasetRule
-) -> list[tuple[CellOutcome, DatasetVerdict]]:
+    outcomes: Sequence[CellResult], rule: DatasetRule
+) -> list[tuple[CellResult, DatasetVerdict]]:
     """The dataset verdict of each model × file × transform × seed among ``outcomes`` that ran
     (or had run) at least ``MIN_TESTS`` tests of rows seen, with one of its outcomes to name
     it. A single test is its own answer: its verdict stands alone. A run enters once, however
@@ -104,7 +103,7 @@ def combine_outcomes(
     from tabmem.battery.base import claiming
 
     rows_seen = set(claiming("rows_seen"))
-    groups: dict[str, list[CellOutcome]] = {}
+    groups: dict[str, list[CellResult]] = {}
     for outcome in ran:
         if outcome.test in rows_seen:
             groups.setdefault(outcome.group or _fallback_group(outcome), []).append(outcome)
@@ -128,13 +127,13 @@ def _labelled(tests: list[TestOutcome]) -> list[TestOutcome]:
     return labelled
 
 
-def _fallback_group(outcome: CellOutcome) -> str:
+def _fallback_group(outcome: CellResult) -> str:
     """Outcome files written before groups existed: model, file, transform and seed."""
     return "|".join(map(str, (outcome.model, outcome.dataset, outcome.transform, outcome.seed)))
 
 
 def dataset_outcomes(
-    outcomes: Sequence[CellOutcome], rule: DatasetRule, store: TrackingStore | None = None
+    outcomes: Sequence[CellResult], rule: DatasetRule, store: TrackingStore | None = None
 ) -> list[DatasetOutcome]:
     """The dataset verdicts of ``outcomes``, each logged as a run of ``store`` when one is
     given (once per combination of runs: the same combination again reuses its run)."""
@@ -142,7 +141,7 @@ def dataset_outcomes(
 
 
 def logged(
-    combined: Sequence[tuple[CellOutcome, DatasetVerdict]],
+    combined: Sequence[tuple[CellResult, DatasetVerdict]],
     rule: DatasetRule,
     store: TrackingStore | None,
 ) -> list[DatasetOutcome]:

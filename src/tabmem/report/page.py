@@ -38,7 +38,7 @@ from tabmem.tracking.store import sqlite_path
 from tabmem.tracking.ui_links import DEFAULT_UI_URL, experiment_url, run_url, ui_url_for
 
 if TYPE_CHECKING:
-    from tabmem.jobs import CellOutcome
+    from tabmem.results import CellResult
     from tabmem.tracking.store import TrackingStore
 
 __all__ = ["DEFAULT_UI_URL", "PAGE_NAME", "load_matrix", "render", "ui_url_for", "write_page"]
@@ -143,7 +143,7 @@ def load_matrix(
     tracking_uri: str,
     experiments: Sequence[str] | None = None,
     ui_url: str = DEFAULT_UI_URL,
-    skipped: Sequence[CellOutcome] = (),
+    skipped: Sequence[CellResult] = (),
     experiment: str = "",
 ) -> Matrix:
     """Read the store's newest finished run of each cell (per experiment) and lay out its
@@ -213,7 +213,7 @@ def load_matrix(
                 also=tuple(tests[1:]),
             )
         )
-    gone: dict[tuple[str, str, str, str], list[CellOutcome]] = {}
+    gone: dict[tuple[str, str, str, str], list[CellResult]] = {}
     for outcome in left:
         key = (outcome.model, outcome.dataset, outcome.transform, outcome.message)
         gone.setdefault(key, []).append(outcome)
@@ -615,7 +615,7 @@ def write_page(
     experiments: Sequence[str] | None = None,
     ui_url: str | None = None,
     compare: Sequence[str] = (),
-    skipped: Sequence[CellOutcome] = (),
+    skipped: Sequence[CellResult] = (),
 ) -> Matrix:
     """Write the page of the store's runs (``experiments``, else all) to ``out``, its marks
     linking to ``ui_url`` (default: ``ui_url_for`` the store); ``compare`` names two models

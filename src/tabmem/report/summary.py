@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from tabmem.jobs import CELL_GLOB, PLAN_GLOB, SPEND, CellOutcome
+from tabmem.jobs import CELL_GLOB, PLAN_GLOB
 from tabmem.report.answer import (
     answer_notes,
     answer_table,
@@ -29,6 +29,7 @@ from tabmem.report.answer import (
     summary_console,
     usd,
 )
+from tabmem.results import SPEND, CellResult
 from tabmem.tracking.ui_links import browse_hint
 
 if TYPE_CHECKING:
@@ -262,7 +263,7 @@ class SummaryCallback(Callback):
             print_plan(folder)
             return 0
         outputs = Path(str(config.outputs_dir)).expanduser().resolve()
-        outcomes = [CellOutcome(**o) for o in read_outcomes(folder)]
+        outcomes = [CellResult(**o) for o in read_outcomes(folder)]
         rule = rule_of(config)
         combined = combine_outcomes(outcomes, rule)
         verdicts: list[DatasetOutcome] = []

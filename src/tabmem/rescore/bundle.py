@@ -215,8 +215,8 @@ def _dataset_checks(
     rule of the grid's config (None where one of them was not rescored)."""
     if not manifest.dataset_verdicts:
         return []
-    from tabmem.jobs import CellOutcome
     from tabmem.report.dataset_verdicts import combine_outcomes, rule_of
+    from tabmem.results import CellResult
 
     rescored = {c.cell.run_id: c for c in cells if c.verdict is not None}
     rule = rule_of(next(iter(configs.values())).get("config"))
@@ -224,7 +224,7 @@ def _dataset_checks(
     for d in manifest.dataset_verdicts:
         members = [rescored.get(run_id) for run_id in d.tests.values()]
         outcomes = [
-            CellOutcome(
+            CellResult(
                 model=d.model,
                 dataset=d.dataset,
                 test=c.cell.test,

@@ -226,12 +226,12 @@ def folder_dataset_verdicts(
     """The dataset verdict of each model × dataset among the rescored files (two or more
     tests of rows seen), each logged as a run of ``experiment`` beside the files' runs."""
     from tabmem.api import compose_config, outputs_path
-    from tabmem.jobs import CellOutcome
     from tabmem.report.dataset_verdicts import dataset_outcomes, rule_of
+    from tabmem.results import CellResult
     from tabmem.tracking.store import TrackingStore
 
     cells = [
-        CellOutcome(
+        CellResult(
             model=o.model,
             dataset=o.dataset,
             test=o.test,

@@ -29,8 +29,7 @@ def _parsed_columns(dataset: Dataset) -> tuple[tuple[str, tuple[str, ...]], ...]
     names = [name.strip() for name in dataset.feature_names]
     # each record parsed alone: joined, a blank record would be skipped and shift the rest
     rows = [
-        next(csv.reader(io.StringIO(row), delimiter=dataset.delimiter), [])
-        for row in dataset.rows
+        next(csv.reader(io.StringIO(row), delimiter=dataset.delimiter), []) for row in dataset.rows
     ]
     return tuple(
         (name, tuple(row[j].strip() if j < len(row) else "" for row in rows))

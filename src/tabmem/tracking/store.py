@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from filelock import FileLock
 
+from tabmem.results import CellResult
 from tabmem.tracking.traces import QueryLog, build_traces, write_traces
 
 if TYPE_CHECKING:
-    from mlflow.entities import DatasetInput, Run
+    from mlflow.entities import DatasetInput
     from mlflow.tracking import MlflowClient
 
     from tabmem.tracking.inputs import ShownData
@@ -62,19 +63,6 @@ def tracking_uri(configured: str | None, outputs_dir: Path) -> str:
 def is_remote(uri: str) -> bool:
     """A tracking server, which keeps artifacts where it is configured to, not in our folder."""
     return uri.startswith(("http://", "https://", "databricks"))
-
-
-@dataclass(frozen=True)
-class StoredRun:
-    """What the summary reads of a finished run: its id, tags and latest metrics."""
-
-    run_id: str
-    tags: dict[str, str]
-    metrics: dict[str, float]
-
-    @classmethod
-    def of(cls, run: Run) -> StoredRun:
-        return cls(run.info.run_id, dict(run.data.tags), dict(run.data.metrics))
 
 
 @dataclass
@@ -188,7 +176,7 @@ class TrackingStore:
         found = self.finished(config_hash)
         return found.run_id if found else None
 
-    def finished(self, config_hash: str) -> StoredRun | None:
+    def finished(self, config_hash: str) -> CellResult | None:
         """The newest finished run of this exact cell configuration, if there is one: read
         from a SQLite file with ``sqlite3`` while the client is not open (no store file: none),
         else searched through the client."""
@@ -207,7 +195,9 @@ class TrackingStore:
                 max_results=1,
                 order_by=["attributes.start_time DESC"],
             )
-        return StoredRun.of(runs[0]) if runs else None
+        if not runs:
+            return None
+        return _read(runs[0].info.run_id, runs[0].data.tags, runs[0].data.metrics, self.uri)
 
     def log_cell(
         self,
@@ -284,7 +274,7 @@ class TrackingStore:
         return run_id
 
 
-def finished_in_sqlite(path: Path, experiment: str, config_hash: str) -> StoredRun | None:
+def finished_in_sqlite(path: Path, experiment: str, config_hash: str) -> CellResult | None:
     """The newest active FINISHED run of ``experiment`` tagged ``config_hash`` in the SQLite
     store at ``path``, as MLflow's search would find it; None when the file does not exist.
     Read-only (``mode=ro``): it never creates the store or takes its lock, as WAL readers need
@@ -311,7 +301,14 @@ def finished_in_sqlite(path: Path, experiment: str, config_hash: str) -> StoredR
                 'SELECT "key", value, is_nan FROM latest_metrics WHERE run_uuid = ?', (run_id,)
             )
         }
-    return StoredRun(run_id, tags, metrics)
+    return _read(run_id, tags, metrics, f"sqlite:///{path}")
+
+
+def _read(
+    run_id: str, tags: Mapping[str, str], metrics: Mapping[str, float], uri: str
+) -> CellResult:
+    """A finished run of a cell, read as the record it is (``CellResult.from_run``)."""
+    return CellResult.from_run(run_id, dict(tags), dict(metrics), tracking_uri=uri)
 
 
 def finished_hashes(path: Path, experiment: str, hashes: Iterable[str]) -> set[str]:
