@@ -13,22 +13,17 @@ import json
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Console
 
 from tabmem.cell import Cell
 from tabmem.errors import TabmemError
-from tabmem.execute import execute
+from tabmem.execute import Ran, execute
 from tabmem.jobs import CellPlan, PlannedTest, skip_reason, test_plan
 from tabmem.llm.plan import RequestPlan
 from tabmem.preflight import cell_problems, credentials_problems
 from tabmem.results import TestResult, Verdict
-
-if TYPE_CHECKING:
-    from tabmem.llm.client import LanguageModel
-    from tabmem.results import CellResult
-    from tabmem.tracking.inputs import ShownData
 
 
 def not_applicable_note(result: TestResult, plan: RequestPlan) -> str:
@@ -89,41 +84,23 @@ class Bill:
         (self.job_dir / f"plan-{test.name}.json").write_text(json.dumps(row, indent=2))
         self.console.print(f"[dim]planned[/] {cell.run_name}: {counts['requests']} requests")
 
-    def on_failed(
-        self,
-        plan: CellPlan,
-        test: PlannedTest,
-        exc: Exception,
-        started_ns: int,
-        model: LanguageModel | None = None,
-        calls: dict[str, float] | None = None,
-    ) -> CellResult | None:
-        if model is None:  # the data or the model did not load: one row for the cell
+    def record(self, ran: Ran) -> None:
+        """A test's row of the bill: its unsent requests, and why where it would send none;
+        a cell whose data or model did not load, one row that says why."""
+        model = ran.model
+        if model is None:
             if not self._said:
                 self._said = True
-                message = (
-                    str(exc) if isinstance(exc, TabmemError) else f"{type(exc).__name__}: {exc}"
-                )
-                _cannot_plan(plan.cell, self.job_dir, self.console, message)
-            return None
-        note = f"the test stopped on unsent answers: {type(exc).__name__}: {exc}"
-        self.write(plan, test, model.plan.as_dict(model.price), note)  # type: ignore[union-attr]
-        return None
-
-    def on_finished(
-        self,
-        plan: CellPlan,
-        test: PlannedTest,
-        result: TestResult,
-        model: LanguageModel,
-        calls: dict[str, float],
-        window_ns: tuple[int, int],
-        data_input: ShownData,
-    ) -> CellResult | None:
+                error = ran.error or RuntimeError("the cell did not load")
+                _cannot_plan(ran.plan.cell, self.job_dir, self.console, _sentence(error))
+            return
         requests = model.plan
         assert requests is not None
-        self.write(plan, test, requests.as_dict(model.price), not_applicable_note(result, requests))
-        return None
+        if ran.result is None:
+            note = f"the test stopped on unsent answers: {type(ran.error).__name__}: {ran.error}"
+        else:
+            note = not_applicable_note(ran.result, requests)
+        self.write(ran.plan, ran.test, requests.as_dict(model.price), note)
 
 
 def _cannot_plan(cell: Cell, job_dir: Path, console: Console, message: str) -> None:

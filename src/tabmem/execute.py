@@ -7,6 +7,7 @@ unsent requests would cost.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from rich.console import Console
@@ -30,6 +31,23 @@ def raise_if_every_query_failed(result: TestResult) -> None:
         raise ProviderError(f"All {len(errors)} queries failed; the first error: {errors[0]}")
 
 
+@dataclass
+class Ran:
+    """What one test of a cell gave: its ``result``, or the ``error`` it stopped on; the model
+    it ran on (None where the data or the model never loaded), the calls, tokens and dollars
+    its queries used, when it ran, and the data as the model was shown it."""
+
+    plan: CellPlan
+    test: PlannedTest
+    started_ns: int
+    ended_ns: int
+    result: TestResult | None = None
+    error: Exception | None = None
+    model: LanguageModel | None = None
+    calls: dict[str, float] = field(default_factory=dict)
+    data_input: ShownData | None = None
+
+
 class Sink(Protocol):
     """Where ``execute`` hands what each test of a cell gave: a ``Recorder`` logs a run to
     MLflow; a dry run's ``tabmem.dry_run.Bill`` writes what the unsent requests would cost."""
@@ -40,28 +58,8 @@ class Sink(Protocol):
         """A fresh plan to count the next test's unsent requests in (a dry run), or None to
         send them."""
 
-    def on_failed(
-        self,
-        plan: CellPlan,
-        test: PlannedTest,
-        exc: Exception,
-        started_ns: int,
-        model: LanguageModel | None = None,
-        calls: dict[str, float] | None = None,
-    ) -> CellResult | None:
-        """A test that could not finish (``model`` None: the data or model never loaded)."""
-
-    def on_finished(
-        self,
-        plan: CellPlan,
-        test: PlannedTest,
-        result: TestResult,
-        model: LanguageModel,
-        calls: dict[str, float],
-        window_ns: tuple[int, int],
-        data_input: ShownData,
-    ) -> CellResult | None:
-        """A test that finished with ``result``."""
+    def record(self, ran: Ran) -> CellResult | None:
+        """One test's outcome, finished (``ran.result``) or failed (``ran.error``)."""
 
 
 def execute(
@@ -99,7 +97,10 @@ def execute(
                 batch_dir=plan.batch_dir,
             )
         except Exception as exc:
-            outcomes = [sink.on_failed(plan, test, exc, started) for test in plan.tests]
+            now = time.time_ns()
+            outcomes = [
+                sink.record(Ran(plan, test, started, now, error=exc)) for test in plan.tests
+            ]
             return [o for o in outcomes if o is not None]
         for test in plan.tests:
             before = model.stats.as_dict()
@@ -121,13 +122,17 @@ def execute(
                     raise_if_every_query_failed(result)
                 result.info.update(twin_info(dataset))
             except Exception as exc:
+                ended = time.time_ns()
                 calls = model.stats.since(before)
-                outcomes.append(sink.on_failed(plan, test, exc, started, model, calls))
+                outcomes.append(
+                    sink.record(Ran(plan, test, started, ended, None, exc, model, calls))
+                )
                 started = time.time_ns()
                 continue
+            ended = time.time_ns()
             calls = model.stats.since(before)
-            window = (started, time.time_ns())
-            outcomes.append(sink.on_finished(plan, test, result, model, calls, window, data_input))
+            ran = Ran(plan, test, started, ended, result, None, model, calls, data_input)
+            outcomes.append(sink.record(ran))
             started = time.time_ns()
         return [o for o in outcomes if o is not None]
     finally:

@@ -23,11 +23,10 @@ from rich.console import Console
 
 from tabmem.cell import Cell, cell_params, config_hash, group_hash
 from tabmem.errors import TabmemError
-from tabmem.execute import execute
+from tabmem.execute import Ran, execute
 from tabmem.jobs import (
     SPEND_LEDGER,
     CellPlan,
-    PlannedTest,
     outputs_dir,
     skip_reason,
     test_plan,
@@ -351,35 +350,25 @@ class Recorder:
         """A recorder's cells send their requests."""
         return None
 
-    def on_failed(
-        self,
-        plan: CellPlan,
-        test: PlannedTest,
-        exc: Exception,
-        started_ns: int,
-        model: LanguageModel | None = None,
-        calls: dict[str, float] | None = None,
-    ) -> CellResult:
-        """``execute``'s failed test, logged by ``failed``."""
-        return self.failed(plan.test_cell(test), dict(test.params), exc, started_ns, model, calls)
-
-    def on_finished(
-        self,
-        plan: CellPlan,
-        test: PlannedTest,
-        result: TestResult,
-        model: LanguageModel,
-        calls: dict[str, float],
-        window_ns: tuple[int, int],
-        data_input: ShownData,
-    ) -> CellResult:
-        """``execute``'s finished test, logged by ``finished`` with every query as a trace."""
+    def record(self, ran: Ran) -> CellResult:
+        """``execute``'s test logged: failed by ``failed``, finished by ``finished`` with every
+        query as a trace."""
         from tabmem.tracking.traces import QueryLog
 
-        cell = plan.test_cell(test)
-        queries = QueryLog(result.records, cell.tags(), window_ns, list(model.answered))
+        cell, params = ran.plan.test_cell(ran.test), dict(ran.test.params)
+        if ran.result is None or ran.model is None:
+            error = ran.error or RuntimeError("the test gave no result")
+            return self.failed(cell, params, error, ran.started_ns, ran.model, ran.calls)
+        window = (ran.started_ns, ran.ended_ns)
+        queries = QueryLog(ran.result.records, cell.tags(), window, list(ran.model.answered))
         return self.finished(
-            cell, dict(test.params), result, calls, queries, model.endpoint, data_input=data_input
+            cell,
+            params,
+            ran.result,
+            ran.calls,
+            queries,
+            ran.model.endpoint,
+            data_input=ran.data_input,
         )
 
     def failed(
@@ -420,9 +409,7 @@ class Recorder:
             no_wrap=self.brief,
             overflow="ellipsis" if self.brief else None,
         )
-        outcome = CellResult(
-            **cell.tags(), status="failed", verdict="failed", run_id=run_id, message=message
-        )
+        outcome = CellResult(**cell.tags(), status="failed", run_id=run_id, message=message)
         outcome.add_calls(calls or {})
         return outcome
 
