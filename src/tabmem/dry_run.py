@@ -89,10 +89,9 @@ class Bill:
         a cell whose data or model did not load, one row that says why."""
         model = ran.model
         if model is None:
-            if not self._said:
+            if not self._said and ran.error is not None:
                 self._said = True
-                error = ran.error or RuntimeError("the cell did not load")
-                _cannot_plan(ran.plan.cell, self.job_dir, self.console, _sentence(error))
+                _cannot_plan(ran.plan.cell, self.job_dir, self.console, _sentence(ran.error))
             return
         requests = model.plan
         assert requests is not None

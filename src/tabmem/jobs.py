@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tabmem.cell import Cell, cell_params, config_hash, group_hash
+from tabmem.cell import Cell, cell_params
 
 if TYPE_CHECKING:
     from tabmem.data import Dataset
@@ -36,18 +36,13 @@ class PlannedTest:
     settings: Mapping[str, Any]
     params: Mapping[str, Any]
 
-    @property
-    def config_hash(self) -> str:
-        return config_hash(self.params)
-
 
 @dataclass(frozen=True)
 class CellPlan:
     """What one cell runs and where its answers are kept, read once from the composed config:
     the model's, the dataset's and the transform's configs as plain values, the seed, the tests
-    (each member of a suite; ``suite`` names the suite, "" for a single test), the outputs
-    folder (response cache, weights, batches), and whether it sends through a Batch API and
-    draws progress bars."""
+    (each member of a suite), the outputs folder (response cache, weights, batches), and whether
+    it sends through a Batch API and draws progress bars."""
 
     cell: Cell
     model: Mapping[str, Any]
@@ -55,7 +50,6 @@ class CellPlan:
     transform: Mapping[str, Any]
     seed: int
     tests: tuple[PlannedTest, ...]
-    suite: str
     outputs: Path
     batch: bool = False
     progress: bool = True
@@ -68,7 +62,6 @@ class CellPlan:
         from omegaconf import OmegaConf
 
         from tabmem.data.registry import spec_from_config
-        from tabmem.suites import is_suite
 
         def plain(node: Any) -> dict[str, Any]:
             if OmegaConf.is_config(node):
@@ -87,7 +80,6 @@ class CellPlan:
             transform=plain(cfg.transform),
             seed=int(cfg.seed),
             tests=planned,
-            suite=str(cfg.test.name) if is_suite(cfg.test) else "",
             outputs=outputs_dir(cfg),
             batch=bool(cfg.get("batch")),
             progress=bool(cfg.get("progress", True)),
@@ -96,11 +88,6 @@ class CellPlan:
     def test_cell(self, test: PlannedTest) -> Cell:
         """The cell's name parts with ``test``'s name."""
         return replace(self.cell, test=test.name)
-
-    @property
-    def group(self) -> str:
-        """What the cell's tests share and a dataset verdict joins them by (``group_hash``)."""
-        return group_hash(self.tests[0].params) if self.tests else ""
 
     @property
     def cache_path(self) -> Path:

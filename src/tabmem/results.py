@@ -199,11 +199,6 @@ class CellResult:
         }
         return cls(**{**read, **given})
 
-    @classmethod
-    def read(cls, path: Path) -> CellResult:
-        """A record written by ``write``."""
-        return cls(**json.loads(path.read_text()))
-
     def add_calls(self, calls: Mapping[str, float]) -> None:
         """Take the calls, tokens and dollars of the cell's queries."""
         for name in SPEND:

@@ -356,9 +356,9 @@ class Recorder:
         from tabmem.tracking.traces import QueryLog
 
         cell, params = ran.plan.test_cell(ran.test), dict(ran.test.params)
-        if ran.result is None or ran.model is None:
-            error = ran.error or RuntimeError("the test gave no result")
-            return self.failed(cell, params, error, ran.started_ns, ran.model, ran.calls)
+        if ran.error is not None:
+            return self.failed(cell, params, ran.error, ran.started_ns, ran.model, ran.calls)
+        assert ran.result is not None and ran.model is not None
         window = (ran.started_ns, ran.ended_ns)
         queries = QueryLog(ran.result.records, cell.tags(), window, list(ran.model.answered))
         return self.finished(
