@@ -136,7 +136,8 @@ class CellResult:
     query, or the test's own rate) and ``metrics`` every number the run logged; ``seed`` and
     ``group`` (the cell's model, dataset, transform and seed) are what a dataset verdict joins
     by; the ``SPEND`` counters what its queries cost. ``scope`` is ``dataset`` for a dataset
-    verdict (test ``dataset``). ``queries`` loads the query records (prompt, expected,
+    verdict (test ``dataset``); ``source`` the file a rescored cell's answers were read from
+    (``tabmem.rescore.folder``). ``queries`` loads the query records (prompt, expected,
     completion, score) from the run's artifacts on first use.
     """
 
@@ -160,6 +161,7 @@ class CellResult:
     metrics: dict[str, float] = field(default_factory=dict)
     tracking_uri: str = ""
     scope: str = "test"
+    source: str = ""
     model_calls: int = 0
     cache_hits: int = 0
     prompt_tokens: int = 0

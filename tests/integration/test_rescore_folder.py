@@ -14,8 +14,8 @@ from mlflow.tracking import MlflowClient
 from tabmem.data import dataset_specs, load_dataset
 from tabmem.prompts.observations import row_values
 from tabmem.rescore.cli import main as rescore
-from tabmem.rescore.folder import FileOutcome
 from tabmem.rescore.marks import PaperMarks, comparison, default_marks
+from tabmem.results import CellResult
 from tabmem.tracking.runs import load_runs
 
 MODEL = "gpt-4-32k-0314"
@@ -140,10 +140,10 @@ def test_the_script_sets_the_results_beside_the_paper_marks(rescored, tmp_path):
 
 def test_a_verdict_against_the_paper_mark_is_flagged():
     marks = PaperMarks.load(default_marks())
-    outcome = FileOutcome("f.csv", "gpt-3.5-turbo", "adult", "row_completion", "rescored")
-    outcome.verdict, outcome.n_hits, outcome.n_queries = "evidence", 9, 10
-    same = FileOutcome("g.csv", "gpt-4-32k-0314", "titanic", "feature_completion", "rescored")
-    same.verdict = "evidence"
+    outcome = CellResult("gpt-3.5-turbo", "adult", "row_completion", "original", "finished")
+    outcome.source, outcome.verdict, outcome.n_hits, outcome.n_queries = "f.csv", "evidence", 9, 10
+    same = CellResult("gpt-4-32k-0314", "titanic", "feature_completion", "original", "finished")
+    same.source, same.verdict = "g.csv", "evidence"
     frame = comparison([outcome, same], marks).frame.set_index("file")
     assert frame.loc["f.csv", "paper"] == "evidence_of_absence"
     assert frame.loc["f.csv", "disagrees"] == "yes"

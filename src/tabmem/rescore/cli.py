@@ -15,14 +15,16 @@ from typing import TYPE_CHECKING
 from tabmem.errors import ConfigError, TabmemError
 from tabmem.rescore.folder import (
     RESCORED,
-    FileOutcome,
     folder_dataset_verdicts,
+    located_text,
     rescore_folder,
+    rescoring_status,
 )
 from tabmem.rescore.layouts import FORMATS
 
 if TYPE_CHECKING:
     from tabmem.report.dataset_verdicts import DatasetOutcome
+    from tabmem.results import CellResult
 from tabmem.rescore.run import recorded_config, recorded_settings, run_rescore
 
 
@@ -90,7 +92,7 @@ def _figure(value: float | None) -> str:
     return "" if value is None else f"{value:.3g}"
 
 
-def summary(outcomes: Sequence[FileOutcome]) -> str:
+def summary(outcomes: Sequence[CellResult]) -> str:
     """The outcomes as a plain-text table, then the counts by status."""
     from rich.console import Console
     from rich.table import Table
@@ -99,20 +101,21 @@ def summary(outcomes: Sequence[FileOutcome]) -> str:
     for column in ("file", "test", "located", "hits", "baseline", "p", "verdict", "note"):
         table.add_column(column, overflow="fold")
     for o in outcomes:
-        done = o.status == RESCORED
+        status = rescoring_status(o)
+        done = status == RESCORED
         table.add_row(
-            o.file,
+            o.source,
             o.test,
-            f"{o.located}/{o.lines}" if done else "",
+            located_text(o) if done else "",
             f"{o.n_hits}/{o.n_queries}" if done else "",
             _figure(o.baseline) if done else "",
             _figure(o.p_value) if done else "",
-            o.verdict if done else o.status,
-            o.reason,
+            o.verdict if done else status,
+            o.message,
         )
     console = Console(width=200, record=True, file=io.StringIO())
     console.print(table)
-    counts = Counter(o.status for o in outcomes)
+    counts = Counter(rescoring_status(o) for o in outcomes)
     tally = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
     return console.export_text() + f"{len(outcomes)} file × test pairs: {tally}.\n"
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tabmem.errors import ConfigError, TabmemError
 from tabmem.rescore.run import run_rescore
+from tabmem.results import CellResult
 
 if TYPE_CHECKING:
     from tabmem.report.dataset_verdicts import DatasetOutcome
@@ -69,26 +70,16 @@ class FolderMap:
         return self.datasets[max(found, key=len)] if found else None
 
 
-@dataclass
-class FileOutcome:
-    """One file scored by one test: its status, why if not rescored, and the result's
-    figures."""
+def rescoring_status(outcome: CellResult) -> str:
+    """How the summary names a file × test's status: rescored, refused (the outcome's
+    ``message`` says why) or waiting on a file the user provides."""
+    return {"finished": RESCORED, "skipped": NEEDS_DATA}.get(outcome.status, REFUSED)
 
-    file: str
-    model: str
-    dataset: str
-    test: str
-    status: str
-    reason: str = ""
-    layout: str = ""
-    lines: int = 0
-    located: int = 0
-    n_queries: int = 0
-    n_hits: int = 0
-    baseline: float | None = None
-    p_value: float | None = None
-    verdict: str = ""
-    run_id: str | None = None
+
+def located_text(outcome: CellResult) -> str:
+    """The lines of a rescored file whose query was found in the dataset, of all its lines."""
+    lines = int(outcome.metrics.get("transcript_lines", 0))
+    return f"{lines - int(outcome.metrics.get('queries_not_located', 0))}/{lines}"
 
 
 @dataclass(frozen=True)
@@ -120,7 +111,7 @@ def results_root(folder: Path) -> Path:
     return inner if inner.is_dir() else folder
 
 
-def plan_folder(folder: Path, mapping: FolderMap) -> tuple[list[Planned], list[FileOutcome]]:
+def plan_folder(folder: Path, mapping: FolderMap) -> tuple[list[Planned], list[CellResult]]:
     """Every file under ``<model>/<kind>/`` as the tests to score it with, and a refused
     outcome for each file whose kind or dataset the mapping does not know."""
     root = results_root(folder)
@@ -141,7 +132,7 @@ def plan_folder(folder: Path, mapping: FolderMap) -> tuple[list[Planned], list[F
         elif not dataset:
             reason = f"the mapping names no dataset for the file name '{path.stem}'"
         if reason or kind is None:
-            refused.append(FileOutcome(file, model, dataset, "", REFUSED, reason))
+            refused.append(_outcome(file, model, dataset, "", "failed", reason))
             continue
         settings = tuple(_name_settings(path.stem, kind.name_settings))
         ignore = mapping.ignore_columns.get(file, ())
@@ -172,7 +163,7 @@ def rescore_folder(
     seed: int = 0,
     force: bool = False,
     quiet: bool = True,
-) -> list[FileOutcome]:
+) -> list[CellResult]:
     """Rescore every file of ``folder`` with the tests its kind names (one MLflow run each);
     a file that cannot be rescored is kept with its reason. ``data_paths`` gives the files of
     datasets that users provide."""
@@ -186,7 +177,7 @@ def rescore_folder(
         spec = specs.get(item.dataset)
         if spec is not None and spec.user_provided and item.dataset not in paths:
             reason = f"{item.dataset} is a dataset users provide: pass --data {item.dataset}=PATH"
-            outcomes.append(_outcome(item, NEEDS_DATA, reason))
+            outcomes.append(_planned_outcome(item, "skipped", reason))
             continue
         try:
             done = run_rescore(
@@ -205,50 +196,41 @@ def rescore_folder(
                 quiet=quiet,
             )
         except TabmemError as exc:
-            outcomes.append(_outcome(item, REFUSED, str(exc)))
+            outcomes.append(_planned_outcome(item, "failed", str(exc)))
             continue
-        result = done.result
-        outcome = _outcome(item, RESCORED, str(result.info.get("not_located", "")))
-        outcome.layout = str(result.info.get("transcript_layout", ""))
-        outcome.lines = done.located.lines
-        outcome.located = len(done.located.queries)
-        outcome.n_queries, outcome.n_hits = result.n_queries, result.n_hits
-        outcome.baseline, outcome.p_value = result.baseline, result.p_value
-        outcome.verdict = result.verdict.value
-        outcome.run_id = done.run_id
-        outcomes.append(outcome)
-    return sorted(outcomes, key=lambda o: (o.model, o.dataset, o.test, o.file))
+        group = f"{item.model}|{item.dataset}"  # what the folder's dataset verdicts join by
+        not_located = str(done.result.info.get("not_located", ""))
+        outcomes.append(
+            replace(
+                done.record,
+                dataset=item.dataset,
+                source=item.file,
+                group=group,
+                message=not_located,
+            )
+        )
+    return sorted(outcomes, key=lambda o: (o.model, o.dataset, o.test, o.source))
 
 
 def folder_dataset_verdicts(
-    outcomes: Sequence[FileOutcome], experiment: str, outputs_dir: Path
+    outcomes: Sequence[CellResult], experiment: str, outputs_dir: Path
 ) -> list[DatasetOutcome]:
     """The dataset verdict of each model × dataset among the rescored files (two or more
     tests of rows seen), each logged as a run of ``experiment`` beside the files' runs."""
     from tabmem.api import compose_config, outputs_path
     from tabmem.report.dataset_verdicts import dataset_outcomes, rule_of
-    from tabmem.results import CellResult
     from tabmem.tracking.store import TrackingStore
 
-    cells = [
-        CellResult(
-            model=o.model,
-            dataset=o.dataset,
-            test=o.test,
-            transform="original",
-            status="finished",
-            verdict=o.verdict,
-            run_id=o.run_id or "",
-            p_value=o.p_value,
-            group=f"{o.model}|{o.dataset}",
-        )
-        for o in outcomes
-        if o.status == RESCORED
-    ]
+    cells = [o for o in outcomes if o.status == "finished"]
     cfg = compose_config([f"outputs_dir={outputs_dir}", f"experiment={experiment}"])
     store = TrackingStore.at(outputs_path(cfg), experiment)
     return dataset_outcomes(cells, rule_of(cfg), store)
 
 
-def _outcome(item: Planned, status: str, reason: str) -> FileOutcome:
-    return FileOutcome(item.file, item.model, item.dataset, item.test, status, reason)
+def _outcome(file: str, model: str, dataset: str, test: str, status: str, why: str) -> CellResult:
+    """A file × test that was not rescored, and why."""
+    return CellResult(model, dataset, test, "original", status, message=why, source=file)
+
+
+def _planned_outcome(item: Planned, status: str, why: str) -> CellResult:
+    return _outcome(item.file, item.model, item.dataset, item.test, status, why)

@@ -17,10 +17,11 @@ import pandas as pd
 
 from tabmem.errors import ConfigError
 from tabmem.report.writers import ReportTable
-from tabmem.rescore.folder import RESCORED, FileOutcome
+from tabmem.rescore.folder import RESCORED, located_text, rescoring_status
 
 if TYPE_CHECKING:
     from tabmem.report.dataset_verdicts import DatasetOutcome
+    from tabmem.results import CellResult
 
 MARK_OF_VERDICT = {
     "evidence": "evidence",
@@ -76,7 +77,7 @@ def _number(value: float | None) -> str:
     return "" if value is None else f"{value:.3g}"
 
 
-def comparison(outcomes: Sequence[FileOutcome], paper: PaperMarks) -> ReportTable:
+def comparison(outcomes: Sequence[CellResult], paper: PaperMarks) -> ReportTable:
     """One row per rescored file and test (refused ones with their reason) and per paper mark
     that no published file answers; a flag where the verdict and the mark disagree."""
     rows = []
@@ -85,21 +86,22 @@ def comparison(outcomes: Sequence[FileOutcome], paper: PaperMarks) -> ReportTabl
         key = (o.model, o.dataset, o.test)
         answered.add(key)
         mark = paper.marks.get(key)
-        done = o.status == RESCORED
+        status = rescoring_status(o)
+        done = status == RESCORED
         rows.append(
             {
                 "model": o.model,
                 "dataset": o.dataset,
                 "test": o.test or "",
-                "file": o.file,
-                "located": f"{o.located}/{o.lines}" if done else "",
+                "file": o.source,
+                "located": located_text(o) if done else "",
                 "count": f"{o.n_hits}/{o.n_queries}" if done else "",
                 "baseline": _number(o.baseline) if done else "",
                 "p_value": _number(o.p_value) if done else "",
-                "verdict": o.verdict if done else o.status,
+                "verdict": o.verdict if done else status,
                 "paper": mark or "",
                 "disagrees": "yes" if done and disagrees(o.verdict, mark) else "",
-                "note": o.reason,
+                "note": o.message,
             }
         )
     for (model, dataset, test), mark in sorted(paper.marks.items()):
@@ -153,12 +155,12 @@ def paper_conclusion(paper: PaperMarks, model: str, dataset: str, skip: Sequence
 
 
 def dataset_comparison(
-    verdicts: Sequence[DatasetOutcome], outcomes: Sequence[FileOutcome], paper: PaperMarks
+    verdicts: Sequence[DatasetOutcome], outcomes: Sequence[CellResult], paper: PaperMarks
 ) -> ReportTable:
     """One row per model × dataset: the dataset verdict of the rescored answers beside the
     paper's conclusion with all its tests and with only the tests whose answers were published
     (the header test's were not), and a flag where the verdict disagrees with the latter."""
-    answered = {(o.model, o.dataset, o.test) for o in outcomes if o.status == RESCORED}
+    answered = {(o.model, o.dataset, o.test) for o in outcomes if o.status == "finished"}
     rows = []
     for found in verdicts:
         v = found.verdict

@@ -14,17 +14,23 @@ from tabmem.battery.lifecycle import rescorable_test
 from tabmem.errors import ConfigError
 from tabmem.rescore.core import Located, rescore
 from tabmem.rescore.layouts import guess_format, read_transcript
-from tabmem.results import TestResult
+from tabmem.results import CellResult, TestResult
 from tabmem.suites import is_suite
 
 
 @dataclass
 class Rescored:
-    """What a rescoring produced: the result, how many lines were located, and its run."""
+    """What a rescoring produced: the result, how many lines were located, and the record of
+    its run (logged now, or read back from the run that rescored the same file before)."""
 
     result: TestResult
     located: Located
-    run_id: str | None
+    record: CellResult
+
+    @property
+    def run_id(self) -> str:
+        """The MLflow run that holds the rescored cell."""
+        return self.record.run_id
 
 
 def run_rescore(
@@ -103,10 +109,8 @@ def run_rescore(
     cell_params = flatten(tree)
     store = open_store(cfg)
     console = Console(quiet=quiet)
-    run_id = None
-    if not cfg.force:
-        run_id = store.finished_run(config_hash(cell_params))
-    if run_id is None:
+    record = None if cfg.force else store.finished(config_hash(cell_params))
+    if record is None:
         window = (int(started.timestamp() * 1e9), int(datetime.now().timestamp() * 1e9))
         recorder = Recorder.of(
             cfg,
@@ -116,7 +120,7 @@ def run_rescore(
             OmegaConf.to_yaml(OmegaConf.create({**tree, "transcript": str(path)})),
             console,
         )
-        outcome = recorder.finished(
+        record = recorder.finished(
             cell,
             cell_params,
             result,
@@ -125,10 +129,9 @@ def run_rescore(
             extra_tags={"source": "transcript", "transcript_sha256": digest},
             data_input=dataset_input(data),
         )
-        run_id = outcome.run_id
     else:
-        console.print(f"[dim]skip[/] {cell.run_name}: already rescored as run {run_id}")
-    return Rescored(result, located, run_id)
+        console.print(f"[dim]skip[/] {cell.run_name}: already rescored as run {record.run_id}")
+    return Rescored(result, located, record)
 
 
 def recorded_config(file: Path) -> dict[str, Any]:
