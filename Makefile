@@ -131,7 +131,8 @@ rescore-published: install-demo
 	$(PY) scripts/rescore_published.py $(RESULTS) $(foreach d,$(DATA),--data $(d))
 
 # The calibration grid, the power grid and their tables (docs/calibration.md), and how well the
-# data-only rules tell each paper file from its twin (docs/results/twins): hours with the
+# data-only rules, alone and combined as the learned test combines them, tell each paper file
+# from its twin (docs/results/twins): hours with the
 # embedded models; CALIBRATE_ARGS="+calibrate=reference,reference-twins" runs the reference
 # models alone (minutes). POWER_ARGS passes overrides to the power grid (partial memorizers).
 CALIBRATE_ARGS ?=
@@ -141,6 +142,7 @@ calibrate: install
 	$(TABMEM) run +grid=power progress=false show_queries=false $(POWER_ARGS)
 	$(TABMEM) calibration
 	$(PY) scripts/twin_rules.py
+	$(PY) scripts/blind_check_learned.py --twins --seeds 0,1,2 --out docs/results/twins/blind_learned.md
 
 # The reference part of calibration in-process (docs/calibration.md): every test of rows seen
 # and the dataset verdict at the default and the papers' query counts, on two worker
