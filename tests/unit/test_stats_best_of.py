@@ -5,6 +5,8 @@ import random
 
 import pytest
 
+from tabmem.data import dataset_specs, load_dataset
+from tabmem.data.twin import twin_of
 from tabmem.stats.best_of import (
     BOOSTED,
     BOOSTED_SCORED,
@@ -16,7 +18,9 @@ from tabmem.stats.best_of import (
     BestOf,
     ValuePredictors,
     choice_chances,
+    predictors_of,
 )
+from tabmem.stats.blind_check import pair_chances
 
 
 def test_the_best_single_predictor_sets_the_baseline_and_the_sentence_names_it():
@@ -207,3 +211,16 @@ def test_the_mode_and_draw_without_the_asked_row_are_those_of_the_other_rows():
             assert chances[DRAW] == sum(counts.get(v, 0) for v in valid) / max(1, len(others))
             checked += 1
     assert checked > 1000
+
+
+@pytest.mark.parametrize("name", ["wine", "iris"])
+def test_choices_asked_together_are_the_choices_asked_one_by_one(name):
+    # pair_chances has the boosted models predict every pair at once; each chance must be
+    # the very number the pair asked alone gets (wine: measurements; iris: its species too).
+    data = load_dataset(dataset_specs()[name])
+    twin = twin_of(data, 0)
+    rows = range(1, len(data.rows), 6)
+    together = pair_chances(data, [(i, data.rows[i - 1], twin.rows[i - 1]) for i in rows])
+    alone = {i: pair_chances(data, [(i, data.rows[i - 1], twin.rows[i - 1])])[i] for i in rows}
+    assert together == alone and len(together) == len(rows)
+    assert predictors_of(data).boosted._ready == {}  # nothing kept after the batch

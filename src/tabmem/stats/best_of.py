@@ -295,6 +295,23 @@ class ValuePredictors:
             for o, mine in zip(options, scored, strict=True)
         ]
 
+    def record_choices(
+        self,
+        questions: Sequence[tuple[Sequence[Sequence[str]], int]],
+        statistic: FieldStatistic | None = None,
+        texts: Sequence[Sequence[str]] = (),
+    ) -> list[dict[str, float]]:
+        """``record_choice`` of each question (its options, the real one first, and its data
+        row), the boosted models' predictions for all of them made at once."""
+        asked = [
+            ([dict(enumerate(o)) for o in options], [self._at(row)]) for options, row in questions
+        ]
+        with self.boosted.batched(asked):
+            return [
+                self.record_choice(options, 0, row, statistic, texts[i] if texts else ())
+                for i, (options, row) in enumerate(questions)
+            ]
+
     def record_choice(
         self,
         options: Sequence[Sequence[str]],

@@ -62,12 +62,13 @@ def pair_chances(
     def fields(line: str) -> list[str]:
         return [f.strip() for f in next(csv.reader([line], delimiter=dataset.delimiter))]
 
-    return {
-        row: predictors.record_choice(
-            [fields(real), fields(other)], 0, row - 1, statistic, (real, other)
-        )
-        for row, real, other in pairs
-    }
+    pairs = list(pairs)
+    chances = predictors.record_choices(
+        [([fields(real), fields(other)], row - 1) for row, real, other in pairs],
+        statistic,
+        [(real, other) for _, real, other in pairs],
+    )
+    return {row: chance for (row, _, _), chance in zip(pairs, chances, strict=True)}
 
 
 @dataclass(frozen=True)
