@@ -40,6 +40,13 @@ def _finished_runs(db: Path) -> int:
         ).fetchone()[0]
 
 
+def _as_in_a_terminal() -> None:
+    """A terminal's foreground job takes Ctrl-C; a suite started in the background of a
+    non-interactive shell (``make test &``, nohup) has SIGINT ignored, and an ignored signal
+    stays ignored across exec, so the grid would never see it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _wait_for(condition, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -67,6 +74,7 @@ def test_ctrl_c_says_what_is_kept_and_the_same_command_resumes(tmp_path: Path) -
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,  # its own group: signalled as a terminal's Ctrl-C would
+            preexec_fn=_as_in_a_terminal,
         )
         try:
             ready = _wait_for(
