@@ -400,12 +400,7 @@ class BoostedModel(_Reading):
             if fit.model is None:
                 continue
             inputs = np.array(rows)
-            with _one_thread():
-                if self.is_measurement(target):
-                    predicted = fit.model.predict(inputs)
-                else:
-                    predicted = fit.model.predict_proba(inputs)
-            for row, answer in zip(inputs, predicted, strict=True):
+            for row, answer in zip(inputs, self._predict(target, fit, inputs), strict=True):
                 self._ready[(fold, target, row.tobytes())] = answer
         try:
             yield
@@ -417,12 +412,15 @@ class BoostedModel(_Reading):
         class probabilities (made in ``batched`` already, or now)."""
         inputs = self._inputs(target, given)
         ready = self._ready.get((fold, target, inputs[0].tobytes()))
-        if ready is not None:
-            return ready
+        return ready if ready is not None else self._predict(target, fit, inputs)[0]
+
+    def _predict(self, target: int, fit: _Boost, inputs: np.ndarray) -> np.ndarray:
+        """The fit's predictions for rows of inputs: values, or class probabilities."""
+        assert fit.model is not None
         with _one_thread():
             if self.is_measurement(target):
-                return fit.model.predict(inputs)[0]
-            return fit.model.predict_proba(inputs)[0]
+                return fit.model.predict(inputs)
+            return fit.model.predict_proba(inputs)
 
     def _fit(self, fold: int, target: int) -> _Boost:
         return self._fits.get((fold, target), lambda: self._grow(fold, target))
