@@ -99,10 +99,10 @@ def _results(
 ) -> list[CellResult]:
     """The outcomes read back from MLflow, then (``datasets``) their dataset verdicts, each
     logged once."""
+    from tabmem.intake import store_of
     from tabmem.report.dataset_verdicts import dataset_outcomes, rule_of
-    from tabmem.runner import open_store
 
-    store = open_store(cfg)
+    store = store_of(cfg)
     results = [read_back(outcome, store) for outcome in outcomes]
     for found in dataset_outcomes(outcomes, rule_of(cfg), store) if datasets else []:
         results.append(dataset_result(found, store.uri))

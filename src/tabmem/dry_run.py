@@ -10,7 +10,6 @@ run on the cell (``not_applicable``) would send nothing.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,9 @@ from rich.console import Console
 from tabmem.cell import Cell
 from tabmem.errors import TabmemError
 from tabmem.execute import Ran, execute
-from tabmem.jobs import CellPlan, PlannedTest, skip_reason, test_plan
+from tabmem.intake import CellJob
+from tabmem.jobs import CellPlan
 from tabmem.llm.plan import RequestPlan
-from tabmem.preflight import cell_problems, credentials_problems
 from tabmem.results import TestResult, Verdict
 
 
@@ -35,27 +34,20 @@ def not_applicable_note(result: TestResult, plan: RequestPlan) -> str:
     return f"not_applicable: {result.reason}"
 
 
-def plan_cell(cfg: Any, job_dir: Path, console: Console) -> None:
-    """A dry run of one cell: build every test's requests, send none, log nothing to MLflow;
-    write per test what the unsent requests would cost (``plan-<test>.json``). The cell runs
-    the one path, ``tabmem.execute.execute``, with a model that counts instead of sending."""
+def plan_cell(job: CellJob, job_dir: Path, console: Console) -> None:
+    """A dry run of one cell (its job as ``tabmem.intake.read_cell`` reads a dry run): build
+    every test's requests, send none, log nothing to MLflow; write per test what the unsent
+    requests would cost (``plan-<test>.json``). The cell runs the one path,
+    ``tabmem.execute.execute``, with a model that counts instead of sending."""
     job_dir.mkdir(parents=True, exist_ok=True)
-    problems = cell_problems(cfg, credentials=False)
-    if problems:  # the real run would stop here too: nothing to plan
-        _cannot_plan(Cell.from_config(cfg), job_dir, console, str(problems[0]))
+    if job.plan is None:  # the real run would stop here too: nothing to plan
+        _cannot_plan(job.cell, job_dir, console, str(job.problem))
         return
-    # a real run would stop for these, but nothing is sent: the bill is still complete (its
-    # rows keep what is missing, as ``needs``; the sentences, with what to do, come before it)
-    needs = [v for p in credentials_problems(cfg) for v in re.findall(r"\$\w+", str(p))]
-    tests = test_plan(cfg.test)
-    skipped = {name: skip_reason(cfg, name) for name, _ in tests}
-    plan = replace(CellPlan.of(cfg, tests), progress=False)
-    bill = Bill(job_dir, console, needs)
-    for test in plan.tests:
-        if skipped[test.name]:
-            bill.write(plan, test, RequestPlan().as_dict(bill.price(plan)), skipped[test.name])
-    runs = replace(plan, tests=tuple(t for t in plan.tests if not skipped[t.name]))
-    execute(runs, bill)
+    bill = Bill(job_dir, console, list(job.needs))
+    unsent = RequestPlan().as_dict(bill.price(job.plan))
+    for kept in job.kept:  # a test the grid skips: no request, and why
+        bill.write(replace(job.cell, test=kept.outcome.test), unsent, kept.outcome.message)
+    execute(job.plan, bill)
 
 
 @dataclass
@@ -78,10 +70,9 @@ class Bill:
 
         return model_price(plan.model, batch=plan.batch)
 
-    def write(self, plan: CellPlan, test: PlannedTest, counts: dict[str, Any], note: str) -> None:
-        cell = plan.test_cell(test)
+    def write(self, cell: Cell, counts: dict[str, Any], note: str) -> None:
         row = {**cell.tags(), **counts, "note": note[:300], "needs": self.needs}
-        (self.job_dir / f"plan-{test.name}.json").write_text(json.dumps(row, indent=2))
+        (self.job_dir / f"plan-{cell.test}.json").write_text(json.dumps(row, indent=2))
         self.console.print(f"[dim]planned[/] {cell.run_name}: {counts['requests']} requests")
 
     def record(self, ran: Ran) -> None:
@@ -99,7 +90,7 @@ class Bill:
             note = f"the test stopped on unsent answers: {type(ran.error).__name__}: {ran.error}"
         else:
             note = not_applicable_note(ran.result, requests)
-        self.write(ran.plan, ran.test, requests.as_dict(model.price), note)
+        self.write(ran.plan.test_cell(ran.test), requests.as_dict(model.price), note)
 
 
 def _cannot_plan(cell: Cell, job_dir: Path, console: Console, message: str) -> None:

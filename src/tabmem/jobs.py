@@ -4,8 +4,8 @@ run). The runner, the dry run and the summary share these. (Not ``grid``: ``tabm
 the Python API's function.)
 
 The entry points (``tabmem run``, the Python API, the dry run) read Hydra's composed config
-once, into a ``CellPlan``; the one path that runs a cell (``tabmem.execute.execute``) and
-everything below it read the plan, never the config.
+once (``tabmem.intake``), into a ``CellPlan`` among the rest of a cell's job; the one path that
+runs a cell (``tabmem.execute.execute``) and everything below it read the plan, never the config.
 """
 
 from __future__ import annotations
@@ -36,6 +36,11 @@ class PlannedTest:
     settings: Mapping[str, Any]
     params: Mapping[str, Any]
 
+    @classmethod
+    def of(cls, cfg: Any, name: str, test_cfg: Any) -> PlannedTest:
+        """Test ``name`` of the composed cell ``cfg``, its composed config ``test_cfg``."""
+        return cls(name, _plain(test_cfg), cell_params({**cfg, "test": test_cfg}))
+
 
 @dataclass(frozen=True)
 class CellPlan:
@@ -59,27 +64,16 @@ class CellPlan:
         """The plan of the composed cell ``cfg`` (after its preflight: its values are of their
         kinds); ``tests``: the (name, composed config) pairs to run, by default every test the
         cell runs."""
-        from omegaconf import OmegaConf
-
         from tabmem.data.registry import spec_from_config
 
-        def plain(node: Any) -> dict[str, Any]:
-            if OmegaConf.is_config(node):
-                return OmegaConf.to_container(node, resolve=True)  # type: ignore[return-value]
-            return dict(node)
-
         chosen = test_plan(cfg.test) if tests is None else tests
-        planned = tuple(
-            PlannedTest(name, plain(test_cfg), cell_params({**cfg, "test": test_cfg}))
-            for name, test_cfg in chosen
-        )
         return cls(
             cell=Cell.from_config(cfg),
-            model=plain(cfg.model),
-            dataset=spec_from_config(plain(cfg.dataset)),
-            transform=plain(cfg.transform),
+            model=_plain(cfg.model),
+            dataset=spec_from_config(_plain(cfg.dataset)),
+            transform=_plain(cfg.transform),
             seed=int(cfg.seed),
-            tests=planned,
+            tests=tuple(PlannedTest.of(cfg, name, test_cfg) for name, test_cfg in chosen),
             outputs=outputs_dir(cfg),
             batch=bool(cfg.get("batch")),
             progress=bool(cfg.get("progress", True)),
@@ -108,6 +102,15 @@ class CellPlan:
         from tabmem.data.transforms import apply_transform
 
         return apply_transform(load_dataset(self.dataset), self.transform, self.seed)
+
+
+def _plain(node: Any) -> dict[str, Any]:
+    """A composed config's section as plain values, its interpolations resolved."""
+    from omegaconf import OmegaConf
+
+    if OmegaConf.is_config(node):
+        return OmegaConf.to_container(node, resolve=True)  # type: ignore[return-value]
+    return dict(node)
 
 
 def outputs_dir(cfg: Any) -> Path:

@@ -1,6 +1,6 @@
-"""Run one grid cell: the tests that finished or that the grid skips kept, the rest checked,
-read into the cell's plan and run on the one path (``tabmem.execute``), each result tracked as
-an MLflow run by the ``Recorder``.
+"""Run one grid cell: its config read once into a job (``tabmem.intake``: the tests that
+finished or that the grid skips kept, the rest checked and planned), the job run on the one path
+(``tabmem.execute``), each result tracked as an MLflow run by the ``Recorder``.
 
 ``dry_run=true`` builds the cell's requests without sending any and without an MLflow run, and
 writes what they would cost (``plan-<test>.json``); ``budget_usd`` caps the spend of the grid.
@@ -21,18 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from tabmem.cell import Cell, cell_params, config_hash, group_hash
+from tabmem.cell import Cell, config_hash
 from tabmem.errors import TabmemError
 from tabmem.execute import Ran, execute
-from tabmem.jobs import (
-    SPEND_LEDGER,
-    CellPlan,
-    outputs_dir,
-    skip_reason,
-    test_plan,
-)
+from tabmem.intake import CellJob, read_cell
 from tabmem.results import CellResult, figure_text
-from tabmem.suites import is_suite
 from tabmem.tracking.naming import run_description, run_title
 from tabmem.tracking.store import TrackingStore
 
@@ -42,31 +35,10 @@ if TYPE_CHECKING:
     import pandas as pd
     from mlflow.entities import DatasetInput
 
-    from tabmem.llm.budget import Budget
     from tabmem.llm.client import Answered, LanguageModel
     from tabmem.results import TestResult
     from tabmem.tracking.inputs import ShownData
     from tabmem.tracking.traces import QueryLog
-
-_stores: dict[tuple[str, str, Path | None, Path], TrackingStore] = {}
-_stores_lock = threading.Lock()
-
-
-def open_store(cfg: Any) -> TrackingStore:
-    """The store a cell's runs are written to (after the preflight: the slow part starts at
-    its first write, when its MLflow client opens)."""
-    return _store_of(cfg)
-
-
-def _store_of(cfg: Any) -> TrackingStore:
-    """One ``TrackingStore`` per process and store: the cells a pool worker runs one after
-    another share it, so its MLflow client opens once."""
-    found = TrackingStore.at(
-        outputs_dir(cfg), str(cfg.experiment), cfg.tracking.uri, cfg.tracking.artifact_root
-    )
-    key = (found.uri, found.experiment, found.artifact_root, found.lock_path)
-    with _stores_lock:
-        return _stores.setdefault(key, found)
 
 
 def queries_table(result: TestResult, answered: Sequence[Answered] = ()) -> pd.DataFrame:
@@ -164,102 +136,61 @@ def run_cell(
 ) -> list[CellResult]:
     """Run one cell (every test of a suite) end to end; never raises for a cell's own failure.
 
-    The entry point of the cell's one path: its tests that finished already (or that the grid
-    skips) are said and kept; the rest are checked (``preflight``), read into the cell's plan
-    and run by ``execute``. ``grid_dir`` is the folder of the whole run or sweep, where the
-    budget's ledger lives; ``cells_at_once`` how many cells the launcher runs side by side on
-    this machine, which share its cores (a local model gets its share as threads).
+    The entry point of the cell's one path: its config is read once (``tabmem.intake``), then
+    the job runs (``run_job``). ``grid_dir`` is the folder of the whole run or sweep, where
+    the budget's ledger lives; ``cells_at_once`` how many cells the launcher runs side by side
+    on this machine, which share its cores (a local model gets its share as threads).
     ``in_grid``: a cell of a sweep says one line per test (its reason and best query too with
     ``detail=true``).
     """
     die_with_launcher()
     console = console or Console()
+    job = read_cell(cfg, grid_dir or job_dir)
     if cfg.get("dry_run"):
         from tabmem.dry_run import plan_cell
 
-        plan_cell(cfg, job_dir, console)
+        plan_cell(job, job_dir, console)
         return []
-    suite = str(cfg.test.name) if is_suite(cfg.test) else ""
     brief = in_grid and not cfg.get("detail", False)
+    return run_job(job, resolved_yaml, job_dir, console, brief, cpu_share(cells_at_once))
+
+
+def run_job(
+    job: CellJob, resolved_yaml: str, job_dir: Path, console: Console, brief: bool, threads: int
+) -> list[CellResult]:
+    """A cell's job: its kept tests said, the others run by ``execute`` (or, where the
+    preflight found what stops them all, each recorded as failed with it), every outcome
+    written into ``job_dir`` for the summary. ``brief``: one line a test; ``threads``: the
+    cores a local model may take."""
     one_line: dict[str, Any] = {"no_wrap": True, "overflow": "ellipsis"} if brief else {}
-    pending: list[tuple[str, Any]] = []
-    outcomes: list[CellResult] = []
-    for name, test_cfg in test_plan(cfg.test):  # finished tests first: no data, model or MLflow
-        cell = replace(Cell.from_config(cfg), test=name)
-        reason = skip_reason(cfg, name)
-        existing = None
-        if not (cfg.force or reason):
-            existing = finished_run(cfg, config_hash(cell_params({**cfg, "test": test_cfg})))
-        if reason:
-            outcomes.append(CellResult(**cell.tags(), status="skipped", message=reason))
-            console.print(f"[dim]skip[/] {cell.run_name}: {reason}", **one_line)
-        elif existing:
-            outcomes.append(stored_outcome(cell, existing))
-            console.print(
-                f"[dim]skip[/] {cell.run_name}: already finished as run {existing.run_id}",
-                **one_line,
-            )
-        else:
-            pending.append((name, test_cfg))
-    if pending:
-        _store_of(cfg).use_writer()  # MLflow opens in a helper while the data and model load
-        problem = preflight_error(cfg, pending)
-        if problem is not None:  # said now, not after the store and the model: seconds, not 30
-            console.print(
-                f"[bold red]failed[/] {Cell.from_config(cfg).run_name}: {problem}", **one_line
-            )
-        recorder = Recorder.of(
-            cfg,
-            open_store(cfg),
-            suite,
+    for kept in job.kept:
+        console.print(kept.line, **one_line)
+    outcomes = [kept.outcome for kept in job.kept]
+    if job.pending:
+        if job.problem is not None:  # said now, before the store's first write
+            console.print(f"[bold red]failed[/] {job.cell.run_name}: {job.problem}", **one_line)
+        recorder = Recorder(
+            job.store,
+            job.suite,
             job_dir,
             resolved_yaml,
-            Console(quiet=True) if problem is not None else console,
+            Console(quiet=True) if job.problem is not None else console,
             brief,
+            job.show_queries,
+            job.traces,
         )
-        if problem is not None:
+        if job.plan is None:
+            assert job.problem is not None
             started = time.time_ns()
-            for name, test_cfg in pending:
-                cell = replace(Cell.from_config(cfg), test=name)
-                params = cell_params({**cfg, "test": test_cfg})
-                outcomes.append(recorder.failed(cell, params, problem, started))
+            for test in job.pending:
+                cell = replace(job.cell, test=test.name)
+                outcomes.append(recorder.failed(cell, dict(test.params), job.problem, started))
         else:
-            plan = CellPlan.of(cfg, pending)
-            budget = grid_budget(cfg, grid_dir or job_dir)
-            outcomes += execute(plan, recorder, budget, cpu_share(cells_at_once))
-    group = group_hash(cell_params(cfg))
+            outcomes += execute(job.plan, recorder, job.budget, threads)
     for outcome in outcomes:
-        outcome.seed, outcome.group = int(cfg.seed), group
+        outcome.seed, outcome.group = job.seed, job.group
         outcome.write(job_dir)
     return outcomes
-
-
-def preflight_error(cfg: Any, tests: Sequence[tuple[str, Any]] | None = None) -> TabmemError | None:
-    """What would fail every test of the cell (of ``tests``, its (name, config) pairs that will
-    run), found before the tracking store opens and the model is built: the first problem
-    ``tabmem.preflight.cell_problems`` finds (the run's and the tests' settings, the data file,
-    the model's key and server URL)."""
-    from tabmem.preflight import cell_problems
-
-    problems = cell_problems(cfg, tests)
-    return problems[0] if problems else None
-
-
-def finished_run(cfg: Any, config_hash: str) -> CellResult | None:
-    """The newest finished run of a cell's configuration in its store, if there is one (a
-    SQLite store answers with one read-only query, before MLflow is imported)."""
-    return _store_of(cfg).finished(config_hash)
-
-
-def stored_outcome(cell: Cell, run: CellResult) -> CellResult:
-    """A cell skipped because the same configuration already finished: that run's verdict,
-    figures and p-value, as the summary and the dataset verdict read them."""
-    return replace(
-        run,
-        **cell.tags(),
-        status="skipped",
-        message="already finished (force=true runs it again)",
-    )
 
 
 def _cores() -> int:
@@ -285,14 +216,6 @@ def cells_at_once(launcher: Any, multirun: bool) -> int:
     return n_jobs if n_jobs > 0 else max(1, _cores() + 1 + n_jobs)
 
 
-def grid_budget(cfg: Any, grid_dir: Path) -> Budget | None:
-    """The grid's spending cap (``budget_usd``), shared through a ledger in the grid's folder."""
-    from tabmem.llm.budget import Budget
-
-    limit = cfg.get("budget_usd")
-    return None if limit is None else Budget(float(limit), grid_dir / SPEND_LEDGER)
-
-
 @dataclass(frozen=True)
 class Recorder:
     """Where and how a job's cells are recorded: the MLflow store, the suite they ran in (""
@@ -308,30 +231,6 @@ class Recorder:
     brief: bool = False
     show_queries: bool = False
     traces: bool = True
-
-    @classmethod
-    def of(
-        cls,
-        cfg: Any,
-        store: TrackingStore,
-        suite: str,
-        job_dir: Path,
-        resolved_yaml: str,
-        console: Console,
-        brief: bool = False,
-    ) -> Recorder:
-        """A recorder with the run config's terminal and tracing settings (``show_queries``,
-        ``tracking.traces``): the one place they are read."""
-        return cls(
-            store,
-            suite,
-            job_dir,
-            resolved_yaml,
-            console,
-            brief,
-            show_queries=bool(cfg.show_queries),
-            traces=bool(cfg.tracking.get("traces", True)),
-        )
 
     def tags(self, cell: Cell, params: dict[str, Any], endpoint: str = "") -> dict[str, str]:
         """The tags every run of a cell carries."""

@@ -22,6 +22,7 @@ LAYERS = [
     {"lab"},
     {"report"},
     {"execute"},
+    {"intake"},
     {"dry_run"},
     {"runner"},
     {"api"},

@@ -16,6 +16,7 @@ from tabmem.battery.base import TestContext, run_test
 from tabmem.battery.min_k_plus_plus import MinKPlusPlus
 from tabmem.data import Dataset, DatasetSpec
 from tabmem.dry_run import plan_cell
+from tabmem.intake import read_cell
 from tabmem.llm.base import LOGPROBS, TOKEN_MOMENTS, capabilities_of
 from tabmem.llm.cache import ResponseCache
 from tabmem.llm.client import LanguageModel
@@ -242,9 +243,15 @@ def test_a_dry_run_of_the_likelihood_suite_on_an_api_model_says_why_each_test_se
 ):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     cfg = compose_config(
-        ["model=gpt-4o", "dataset=iris", "test=likelihood", f"outputs_dir={tmp_path}"]
+        [
+            "model=gpt-4o",
+            "dataset=iris",
+            "test=likelihood",
+            f"outputs_dir={tmp_path}",
+            "dry_run=true",
+        ]
     )
-    plan_cell(cfg, tmp_path / "job", Console(file=io.StringIO()))
+    plan_cell(read_cell(cfg, tmp_path), tmp_path / "job", Console(file=io.StringIO()))
     notes = {
         path.stem.removeprefix("plan-"): json.loads(path.read_text())
         for path in (tmp_path / "job").glob("plan-*.json")

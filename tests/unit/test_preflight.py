@@ -11,9 +11,10 @@ from harness import settings_of
 from omegaconf import OmegaConf
 from rich.console import Console
 
-from tabmem import runner
+from tabmem import intake, runner
 from tabmem.errors import ConfigError, DatasetError
 from tabmem.paths import conf_dir
+from tabmem.tracking.store import TrackingStore
 
 
 def _cfg(tmp_path: Path, text: str = "a,b\n1,2\n3,4\n", test: str = "header", **top: object):
@@ -33,6 +34,7 @@ def _cfg(tmp_path: Path, text: str = "a,b\n1,2\n3,4\n", test: str = "header", **
             "outputs_dir": str(tmp_path),
             "experiment": "preflight",
             "tracking": {"uri": None, "artifact_root": None},
+            "show_queries": False,
             **top,
         }
     )
@@ -40,27 +42,27 @@ def _cfg(tmp_path: Path, text: str = "a,b\n1,2\n3,4\n", test: str = "header", **
 
 @pytest.mark.parametrize("limit", [-1, -0.01, "abc", float("nan")])
 def test_a_budget_that_is_no_budget_is_one_sentence(tmp_path: Path, limit: object) -> None:
-    problem = runner.preflight_error(_cfg(tmp_path, budget_usd=limit))
+    problem = intake.preflight_error(_cfg(tmp_path, budget_usd=limit))
     assert isinstance(problem, ConfigError)
     assert str(problem).startswith(f"budget_usd={limit} is not a budget")
 
 
 @pytest.mark.parametrize("limit", [None, 0, 5, "2.5"])
 def test_a_budget_of_zero_or_more_is_taken(tmp_path: Path, limit: object) -> None:
-    assert runner.preflight_error(_cfg(tmp_path, budget_usd=limit)) is None
+    assert intake.preflight_error(_cfg(tmp_path, budget_usd=limit)) is None
 
 
 def test_a_malformed_data_file_is_found_before_the_store_opens(tmp_path: Path, monkeypatch):
     cfg = _cfg(tmp_path, text="a,b\n1,2\n3\n")
-    assert isinstance(runner.preflight_error(cfg), DatasetError)
+    assert isinstance(intake.preflight_error(cfg), DatasetError)
     out = io.StringIO()
     said_before_store: list[str] = []
 
-    def store_opened(_cfg):
+    def store_written(*_args, **_kwargs):
         said_before_store.append(out.getvalue())
-        raise KeyboardInterrupt  # enough: the store is where the slow part starts
+        raise KeyboardInterrupt  # enough: the store's first write is where the slow part starts
 
-    monkeypatch.setattr(runner, "open_store", store_opened)
+    monkeypatch.setattr(TrackingStore, "log_cell", store_written)
     with pytest.raises(KeyboardInterrupt):
         runner.run_cell(cfg, "", tmp_path, console=Console(file=out, width=200))
     assert "failed" in said_before_store[0] and "record 3" in said_before_store[0]

@@ -64,7 +64,8 @@ def run_rescore(
     from tabmem.data import load_dataset
     from tabmem.data.transforms import apply_transform
     from tabmem.data.twin import twin_info
-    from tabmem.runner import Recorder, open_store
+    from tabmem.intake import recording, store_of
+    from tabmem.runner import Recorder
     from tabmem.tracking.inputs import dataset_input
     from tabmem.tracking.traces import QueryLog
 
@@ -107,18 +108,18 @@ def run_rescore(
         "transcript_ignored_columns": list(ignore),
     }
     cell_params = flatten(tree)
-    store = open_store(cfg)
+    store = store_of(cfg)
     console = Console(quiet=quiet)
     record = None if cfg.force else store.finished(config_hash(cell_params))
     if record is None:
         window = (int(started.timestamp() * 1e9), int(datetime.now().timestamp() * 1e9))
-        recorder = Recorder.of(
-            cfg,
+        recorder = Recorder(
             store,
             "",
             outputs / "rescore" / started.strftime("%Y-%m-%d/%H-%M-%S-%f"),
             OmegaConf.to_yaml(OmegaConf.create({**tree, "transcript": str(path)})),
             console,
+            **recording(cfg),
         )
         record = recorder.finished(
             cell,
