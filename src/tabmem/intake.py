@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class Kept:
+class KeptTest:
     """A test of the cell that does not run: its outcome (skipped by the grid, or the finished
     run of the same configuration) and the line the terminal says for it."""
 
@@ -51,7 +51,7 @@ class CellJob:
     seed: int
     group: str
     store: TrackingStore | None
-    kept: tuple[Kept, ...] = ()
+    kept: tuple[KeptTest, ...] = ()
     pending: tuple[PlannedTest, ...] = ()
     problem: TabmemError | None = None
     plan: CellPlan | None = None
@@ -71,7 +71,7 @@ def read_cell(cfg: Any, grid_dir: Path) -> CellJob:
         return _dry_job(cfg)
     cell = Cell.from_config(cfg)
     store = store_of(cfg)
-    kept: list[Kept] = []
+    kept: list[KeptTest] = []
     pending: list[tuple[str, Any]] = []
     for name, test_cfg in test_plan(cfg.test):  # finished tests first: no data, model or MLflow
         test_cell = replace(cell, test=name)
@@ -89,7 +89,7 @@ def read_cell(cfg: Any, grid_dir: Path) -> CellJob:
                 message="already finished (force=true runs it again)",
             )
             said = f"already finished as run {existing.run_id}"
-            kept.append(Kept(finished, f"[dim]skip[/] {test_cell.run_name}: {said}"))
+            kept.append(KeptTest(finished, f"[dim]skip[/] {test_cell.run_name}: {said}"))
         else:
             pending.append((name, test_cfg))
     job = _job(cfg, cell, store, kept)
@@ -128,7 +128,7 @@ def _dry_job(cfg: Any) -> CellJob:
     return replace(_job(cfg, cell, None, kept), pending=plan.tests, plan=plan, needs=tuple(needs))
 
 
-def _job(cfg: Any, cell: Cell, store: TrackingStore | None, kept: Sequence[Kept]) -> CellJob:
+def _job(cfg: Any, cell: Cell, store: TrackingStore | None, kept: Sequence[KeptTest]) -> CellJob:
     """The job's parts that every cell has, whatever it runs (a seed that is no whole number
     is the preflight's problem to say; the job then carries 0, a record's default)."""
     seed = cfg.seed
@@ -143,10 +143,10 @@ def _job(cfg: Any, cell: Cell, store: TrackingStore | None, kept: Sequence[Kept]
     )
 
 
-def _skipped(cell: Cell, reason: str) -> Kept:
+def _skipped(cell: Cell, reason: str) -> KeptTest:
     """A test the grid skips (``skip_unrunnable``), with its reason."""
     outcome = CellResult(**cell.tags(), status="skipped", message=reason)
-    return Kept(outcome, f"[dim]skip[/] {cell.run_name}: {reason}")
+    return KeptTest(outcome, f"[dim]skip[/] {cell.run_name}: {reason}")
 
 
 def preflight_error(cfg: Any, tests: Sequence[tuple[str, Any]] | None = None) -> TabmemError | None:
