@@ -11,26 +11,21 @@ shift
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
-# An integration file of about 45 s that runs in the second lane, after the slow tests, so
-# that the two lanes end together (without it the first ends some 85 s after the second).
-moved=tests/integration/test_paid_grid.py
-
 start=$SECONDS
-( "$py" -m pytest tests/unit && "$py" -m pytest -m slow "$@" && "$py" -m pytest "$moved" ) \
-    >"$log" 2>&1 &
+( "$py" -m pytest tests/unit && "$py" -m pytest -m slow "$@" ) >"$log" 2>&1 &
 second=$!
-"$py" -m pytest tests --ignore=tests/unit --ignore="$moved"
+"$py" -m pytest tests --ignore=tests/unit
 first_status=$?
 first_seconds=$((SECONDS - start))
 wait "$second"
 second_status=$?
 
 echo
-echo "---------- lane 2: tests/unit, then the slow tests $*, then $moved ----------"
+echo "---------- lane 2: tests/unit, then the slow tests $* ----------"
 cat "$log"
 echo
 echo "lane 1 (integration): exit $first_status after ${first_seconds} s;" \
-    "lane 2 (unit, slow, $moved): exit $second_status; both done after $((SECONDS - start)) s"
+    "lane 2 (unit, slow): exit $second_status; both done after $((SECONDS - start)) s"
 if ((first_status != 0 || second_status != 0)); then
     echo "FAILED: a lane exited non-zero (pytest exits 5 when it collected no test)" >&2
     exit 1
