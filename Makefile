@@ -62,12 +62,12 @@ install: $(STAMP)
 demo: install-demo
 	$(TABMEM) run +grid=demo
 
-# The default suite plus the embedded-model demo test, the notebook, Slurm, Ray and a served
-# model's log-probabilities, in two lanes at once (scripts/test_lanes.sh); make test-slow runs
-# every slow test.
+# The default suite plus the embedded-model demo test, the notebook, Slurm, Ray, a served
+# model's log-probabilities and a GGUF file's kept conversion, in two lanes at once
+# (scripts/test_lanes.sh); make test-slow runs every slow test.
 CI_SLOW := tests/slow/test_embedded_models.py tests/slow/test_python_api_notebook.py \
 	tests/slow/test_slurm_cluster.py tests/slow/test_ray_cluster.py \
-	tests/slow/test_served_logprobs_models.py
+	tests/slow/test_served_logprobs_models.py tests/slow/test_kept_conversion.py
 test: install browser
 	$(PY) -m ruff check .
 	scripts/test_lanes.sh $(PY) $(CI_SLOW)

@@ -2,9 +2,12 @@
 
 Weights come from a local folder (``save_pretrained`` layout) or a local GGUF file
 (``gguf_file=``, dequantized by transformers; the tokenizer is read from the same file), so
-nothing is downloaded. Concurrent requests from the client's workers are gathered into
-batches (left padding) by a small batcher, so ``max_concurrency`` in the model config is
-what makes generation batched.
+nothing is downloaded. A GGUF file's dequantized model and tokenizer are kept once converted
+(``converted``: the outputs folder's ``weights/transformers``), as the same tensors in
+``save_pretrained``'s layout: reading the GGUF file and dequantizing it is most of a load,
+reading the kept tensors a small part. Concurrent requests from the client's workers are
+gathered into batches (left padding) by a small batcher, so ``max_concurrency`` in the model
+config is what makes generation batched.
 """
 
 from __future__ import annotations
@@ -51,6 +54,29 @@ def weights_fingerprint(path: Path) -> str:
                 handle.seek(size - (1 << 20))
                 digest.update(handle.read())
     return digest.hexdigest()
+
+
+def keep_conversion(tokenizer: Any, model: Any, folder: Path) -> None:
+    """A model dequantized from a GGUF file, and its tokenizer, saved in ``folder`` as the
+    same tensors (written beside it, then moved in whole: two processes converting at once
+    leave one folder). transformers marks the model as GGUF-quantized and refuses to save it;
+    its tensors are plain ones, so the mark is taken off first."""
+    import shutil
+    import tempfile
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(partial)
+        tokenizer.save_pretrained(partial)
+        partial.rename(folder)
+    except OSError:  # another process kept it first
+        pass
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
 
 
 def render_plain_chat(messages: Sequence[Message]) -> str:
@@ -149,9 +175,11 @@ class TransformersBackend:
         batch_size: int = 8,
         batch_wait_s: float = 0.05,
         threads: int | None = None,
+        converted: Path | None = None,
     ) -> None:
         """``threads``: the CPU threads torch uses when the model runs on the CPU (None:
-        torch's default, every core), so cells run side by side do not fight over cores."""
+        torch's default, every core), so cells run side by side do not fight over cores;
+        ``converted``: where a GGUF file's conversion is kept (None: converted each time)."""
         try:
             import torch
             import transformers
@@ -172,11 +200,15 @@ class TransformersBackend:
             torch.set_num_threads(threads)
         self._lock = threading.Lock()
         self._head_matches: bool | None = None
-        self.tokenizer, self.model = self._load(transformers, name, dtype)
+        fingerprint = weights_fingerprint(self.weights) if self.weights.exists() else ""
+        kept = None
+        if converted is not None and self.weights.is_file():
+            kept = converted / f"{self.weights.stem}-{dtype}-{fingerprint[:16]}"
+        self.tokenizer, self.model = self._load(transformers, name, dtype, kept)
         self.identity = {
             "provider": "transformers",
             "model": name,
-            "weights_sha256": weights_fingerprint(self.weights),
+            "weights_sha256": fingerprint,
             "plain_prompts": "after BOS",  # answers cached before BOS came first are asked again
         }
         self._batcher = Batcher(self._generate_batch, self.batch_size, batch_wait_s)
@@ -192,15 +224,20 @@ class TransformersBackend:
             dtype=str(cfg.get("dtype", "float32")),
             batch_size=int(cfg.get("batch_size", 8)),
             threads=ctx.cpu_threads(cfg),
+            converted=ctx.weights_dir / "transformers",
         )
 
-    def _load(self, transformers: Any, name: str, dtype: str) -> tuple[Any, Any]:
+    def _load(self, transformers: Any, name: str, dtype: str, kept: Path | None) -> tuple[Any, Any]:
+        """The tokenizer and the model, on their device; a GGUF file's from ``kept`` where its
+        conversion is there, else converted (and kept there, with ``kept``)."""
         if not self.weights.exists():
             raise ProviderError(
                 f"Model '{name}': no weights at {self.weights}; check weights.path."
             )
         source, extra = str(self.weights), {}
-        if self.weights.is_file():
+        if kept is not None and (kept / "config.json").is_file():
+            source = str(kept)
+        elif self.weights.is_file():
             source, extra = str(self.weights.parent), {"gguf_file": self.weights.name}
         try:
             tokenizer = transformers.AutoTokenizer.from_pretrained(source, **extra)
@@ -212,6 +249,8 @@ class TransformersBackend:
                 f"Model '{name}': transformers cannot load {self.weights} "
                 f"({str(exc).splitlines()[0]})."
             ) from exc
+        if extra and kept is not None:
+            keep_conversion(tokenizer, model, kept)
         tokenizer.padding_side = "left"
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
