@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tabmem.cell import Cell, cell_params, config_hash, group_hash
+from tabmem.errors import TabmemError
 from tabmem.jobs import SPEND_LEDGER, CellPlan, PlannedTest, outputs_dir, skip_reason, test_plan
 from tabmem.results import CellResult
 from tabmem.suites import is_suite
@@ -23,7 +24,6 @@ from tabmem.tracking.store import TrackingStore
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from tabmem.errors import TabmemError
     from tabmem.llm.budget import Budget
 
 
@@ -112,19 +112,20 @@ def _dry_job(cfg: Any) -> CellJob:
     from tabmem.preflight import cell_problems, credentials_problems
 
     cell = Cell.from_config(cfg)
-    problems = cell_problems(cfg, credentials=False)
+    try:
+        tests: list[tuple[str, Any]] | None = test_plan(cfg.test)
+    except TabmemError:  # a suite member that does not exist: the preflight says it
+        tests = None
+    skipped = {name: skip_reason(cfg, name) for name, _ in tests or ()}
+    planned = [(name, test_cfg) for name, test_cfg in tests or () if not skipped[name]]
+    problems = cell_problems(cfg, None if tests is None else planned, credentials=False)
     if problems:  # the real run would stop here too: nothing to plan
         return replace(_job(cfg, cell, None, []), problem=problems[0])
     # a real run would stop for these, but nothing is sent: the bill is still complete (its
     # rows keep what is missing, as ``needs``; the sentences, with what to do, come before it)
     needs = [v for p in credentials_problems(cfg) for v in re.findall(r"\$\w+", str(p))]
-    tests = test_plan(cfg.test)
-    skipped = {name: skip_reason(cfg, name) for name, _ in tests}
-    kept = [_skipped(replace(cell, test=name), skipped[name]) for name, _ in tests if skipped[name]]
-    plan = replace(
-        CellPlan.of(cfg, [(name, test_cfg) for name, test_cfg in tests if not skipped[name]]),
-        progress=False,
-    )
+    kept = [_skipped(replace(cell, test=n), reason) for n, reason in skipped.items() if reason]
+    plan = replace(CellPlan.of(cfg, planned), progress=False)
     return replace(_job(cfg, cell, None, kept), pending=plan.tests, plan=plan, needs=tuple(needs))
 
 
