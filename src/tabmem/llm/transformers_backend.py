@@ -15,7 +15,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
@@ -214,7 +214,7 @@ class TransformersBackend:
         self._batcher = Batcher(self._generate_batch, self.batch_size, batch_wait_s)
 
     @classmethod
-    def from_config(cls, cfg: Any, ctx: BuildContext) -> TransformersBackend:
+    def from_config(cls, cfg: Mapping[str, Any], ctx: BuildContext) -> TransformersBackend:
         """The backend a ``backend: transformers`` model config describes."""
         return cls(
             weights=ctx.weights(cfg),

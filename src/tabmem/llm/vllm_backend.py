@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import threading
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tabmem.errors import ProviderError
@@ -92,7 +93,7 @@ class VLLMBackend:
         self._batcher = Batcher(self._generate_batch, batch_size, batch_wait_s)
 
     @classmethod
-    def from_config(cls, cfg: Any, ctx: BuildContext) -> VLLMBackend:
+    def from_config(cls, cfg: Mapping[str, Any], ctx: BuildContext) -> VLLMBackend:
         """The backend a ``backend: vllm`` model config describes: local ``weights`` or a
         ``hf_model`` id already in the node's Hugging Face cache."""
         name = str(cfg["name"])
