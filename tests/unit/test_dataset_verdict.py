@@ -16,7 +16,6 @@ from tabmem.results import CellResult, Verdict
 from tabmem.stats.combine import (
     P_CEILING,
     DatasetRule,
-    TestOutcome,
     benjamini_hochberg,
     cauchy_combination,
     decide_dataset,
@@ -24,6 +23,21 @@ from tabmem.stats.combine import (
 )
 
 RULE = DatasetRule(alpha=0.001, weak_alpha=0.01)
+
+
+def outcome_of(test, verdict, p_value, run_id="", reason=""):
+    """One test's record as the combination reads it."""
+    return CellResult(
+        "m",
+        "d",
+        test,
+        "original",
+        "finished",
+        verdict,
+        p_value=p_value,
+        run_id=run_id,
+        reason=reason,
+    )
 
 
 def test_one_p_value_combines_to_itself_up_to_the_ceiling():
@@ -85,9 +99,9 @@ def test_holm_adjusts_step_down_and_keeps_order():
 def test_evidence_names_the_tests_that_carry_it():
     verdict = decide_dataset(
         [
-            TestOutcome("row_completion", "evidence", 1e-7, "r1"),
-            TestOutcome("feature_completion", "evidence", 6e-4, "r2"),
-            TestOutcome("first_token", "no_evidence", 0.6, "r3"),
+            outcome_of("row_completion", "evidence", 1e-7, "r1"),
+            outcome_of("feature_completion", "evidence", 6e-4, "r2"),
+            outcome_of("first_token", "no_evidence", 0.6, "r3"),
         ],
         RULE,
     )
@@ -98,15 +112,15 @@ def test_evidence_names_the_tests_that_carry_it():
 
 
 def test_joint_evidence_without_a_single_carrier_says_so():
-    verdict = decide_dataset([TestOutcome(t, "evidence", 6e-4) for t in "abc"], RULE)
+    verdict = decide_dataset([outcome_of(t, "evidence", 6e-4) for t in "abc"], RULE)
     assert verdict.verdict == Verdict.EVIDENCE and verdict.carried_by == []
     assert "carried jointly" in verdict.reason
 
 
 def test_an_ambiguous_test_enters_at_alpha_not_at_its_own_p():
     # an effect guard failed, or too few hits: the test said ambiguous at p = 5e-4
-    tests = [TestOutcome("min_k_prob", "ambiguous", 5e-4)]
-    tests += [TestOutcome(f"t{i}", "no_evidence", 0.5) for i in range(9)]
+    tests = [outcome_of("min_k_prob", "ambiguous", 5e-4)]
+    tests += [outcome_of(f"t{i}", "no_evidence", 0.5) for i in range(9)]
     rule = DatasetRule()
     verdict = decide_dataset(tests, rule)
     assert verdict.verdict != Verdict.EVIDENCE, verdict.reason
@@ -119,7 +133,7 @@ def test_an_ambiguous_test_enters_at_alpha_not_at_its_own_p():
 
 def test_a_no_evidence_test_enters_at_weak_alpha_and_evidence_as_it_is():
     verdict = decide_dataset(
-        [TestOutcome("a", "no_evidence", 0.003), TestOutcome("b", "evidence", 2e-4)], RULE
+        [outcome_of("a", "no_evidence", 0.003), outcome_of("b", "evidence", 2e-4)], RULE
     )
     assert verdict.entered == {"a": RULE.weak_alpha, "b": 2e-4}
     assert verdict.holm == pytest.approx({"a": RULE.weak_alpha, "b": 4e-4})
@@ -127,23 +141,23 @@ def test_a_no_evidence_test_enters_at_weak_alpha_and_evidence_as_it_is():
 
 
 def test_ambiguous_and_no_evidence_thresholds():
-    weak = decide_dataset([TestOutcome("a", "ambiguous", 0.004), TestOutcome("b", "x", None)], RULE)
+    weak = decide_dataset([outcome_of("a", "ambiguous", 0.004), outcome_of("b", "x", None)], RULE)
     assert weak.verdict == Verdict.AMBIGUOUS and weak.left_out == {"b": "verdict x"}
-    none = decide_dataset([TestOutcome("a", "no_evidence", 0.3)], RULE)
+    none = decide_dataset([outcome_of("a", "no_evidence", 0.3)], RULE)
     assert none.verdict == Verdict.NO_EVIDENCE
 
 
 def test_the_header_enters_by_its_p_value_like_every_test():
     # a header rule's evidence from one split of four on iris (whole-row baseline 0.02)
-    header = TestOutcome("header", "evidence", 0.078, "h")
-    verdict = decide_dataset([header, TestOutcome("row_completion", "no_evidence", 0.4)], RULE)
+    header = outcome_of("header", "evidence", 0.078, "h")
+    verdict = decide_dataset([header, outcome_of("row_completion", "no_evidence", 0.4)], RULE)
     assert verdict.verdict == Verdict.NO_EVIDENCE and verdict.carried_by == []
     assert [t.test for t in verdict.combined] == ["header", "row_completion"]
 
 
 def test_a_decided_test_without_a_p_value_is_left_out_with_the_reason():
-    old_header = TestOutcome("header", "evidence", None, "h")
-    verdict = decide_dataset([old_header, TestOutcome("row_completion", "no_evidence", 0.4)], RULE)
+    old_header = outcome_of("header", "evidence", None, "h")
+    verdict = decide_dataset([old_header, outcome_of("row_completion", "no_evidence", 0.4)], RULE)
     assert verdict.verdict == Verdict.NO_EVIDENCE
     assert "without a p-value" in verdict.left_out["header"]
     alone = decide_dataset([old_header], RULE)
@@ -170,7 +184,7 @@ def test_bh_over_a_grid_of_null_verdicts_keeps_the_family_rate_that_alpha_alone_
 
 def test_nothing_decided_is_not_applicable_with_the_reasons():
     verdict = decide_dataset(
-        [TestOutcome("header", "not_applicable", None, reason="the file has 3 rows")], RULE
+        [outcome_of("header", "not_applicable", None, reason="the file has 3 rows")], RULE
     )
     assert verdict.verdict == Verdict.NOT_APPLICABLE
     assert "the file has 3 rows" in verdict.reason

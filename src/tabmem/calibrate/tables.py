@@ -19,8 +19,8 @@ from typing import Any
 from scipy import stats
 
 from tabmem.markdown import markdown_table
-from tabmem.results import Verdict
-from tabmem.stats.combine import DatasetRule, TestOutcome, decide_dataset
+from tabmem.results import CellResult, Verdict
+from tabmem.stats.combine import DatasetRule, decide_dataset
 from tabmem.stats.pvalues import clopper_pearson
 
 DATASET_VERDICT = "dataset verdict"
@@ -63,14 +63,19 @@ def dataset_verdicts(
     A group that lacks a test applicable elsewhere at its setting is left out: recorded runs
     of a few tests (``--tests``) tabulated beside whole runs would otherwise give verdicts of
     those few tests alone, which is not the product's dataset verdict."""
-    groups: dict[tuple[Any, ...], list[TestOutcome]] = defaultdict(list)
+    groups: dict[tuple[Any, ...], list[CellResult]] = defaultdict(list)
     required: dict[Any, set[str]] = defaultdict(set)  # per setting, the tests that applied
     for row in rows:
         if members is not None and row["test"] not in members:
             continue
         p = row["p_value"]
         groups[tuple(row[k] for k in VERDICT_KEY)].append(
-            TestOutcome(row["test"], row["verdict"], None if p in ("", None) else float(p))
+            CellResult(
+                *(str(row[k]) for k in ("model", "dataset", "test", "transform")),
+                status="finished",
+                verdict=row["verdict"],
+                p_value=None if p in ("", None) else float(p),
+            )
         )
         if row["verdict"] != Verdict.NOT_APPLICABLE:
             required[row["setting"]].add(str(row["test"]))

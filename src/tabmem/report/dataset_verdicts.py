@@ -27,7 +27,6 @@ from tabmem.results import CellResult, Verdict
 from tabmem.stats.combine import (
     DatasetRule,
     DatasetVerdict,
-    TestOutcome,
     benjamini_hochberg,
     decide_dataset,
     grid_q_sentence,
@@ -78,11 +77,12 @@ def rule_of(cfg: Mapping[str, Any] | None) -> DatasetRule:
     )
 
 
-def _as_test(outcome: CellResult) -> TestOutcome:
+def _as_test(outcome: CellResult) -> CellResult:
+    """A test as the combination reads it: a failed run as verdict ``failed`` with why; a
+    decided or inapplicable one by its verdict alone (its own reason is the run's)."""
     if outcome.status == "failed":
-        why = f"failed: {outcome.message}"
-        return TestOutcome(outcome.test, "failed", None, outcome.run_id, why)
-    return TestOutcome(outcome.test, outcome.verdict, outcome.p_value, outcome.run_id)
+        return replace(outcome, verdict="failed", p_value=None, reason=f"failed: {outcome.message}")
+    return replace(outcome, reason="")
 
 
 def combine_outcomes(
@@ -114,7 +114,7 @@ def combine_outcomes(
     ]
 
 
-def _labelled(tests: list[TestOutcome]) -> list[TestOutcome]:
+def _labelled(tests: list[CellResult]) -> list[CellResult]:
     """The tests with unique names: a test run more than once on the model × file (recorded
     answers at several settings) keeps every run, the later ones as ``<test>-2``, … (a name
     MLflow accepts in a metric's)"""

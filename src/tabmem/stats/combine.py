@@ -36,7 +36,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tabmem.results import Verdict
+from tabmem.results import CellResult, Verdict
 
 P_CEILING = 0.5
 """p-values above this count as this much (a Cauchy term of 0) in the combination. A discrete
@@ -104,19 +104,6 @@ class DatasetRule:
     weak_alpha: float = 0.05
 
 
-@dataclass(frozen=True)
-class TestOutcome:
-    """One test of rows seen on the model and file: its verdict, p-value and MLflow run."""
-
-    __test__ = False  # not a pytest class
-
-    test: str
-    verdict: str
-    p_value: float | None
-    run_id: str = ""
-    reason: str = ""
-
-
 @dataclass
 class DatasetVerdict:
     """The combined verdict of one model on one file, and what it rests on.
@@ -132,7 +119,7 @@ class DatasetVerdict:
     verdict: Verdict
     p_value: float | None
     reason: str
-    combined: list[TestOutcome] = field(default_factory=list)
+    combined: list[CellResult] = field(default_factory=list)
     holm: dict[str, float] = field(default_factory=dict)
     carried_by: list[str] = field(default_factory=list)
     left_out: dict[str, str] = field(default_factory=dict)
@@ -143,11 +130,11 @@ class DatasetVerdict:
 DECIDED = (Verdict.EVIDENCE, Verdict.AMBIGUOUS, Verdict.NO_EVIDENCE)
 
 
-def _has_p(outcome: TestOutcome) -> bool:
+def _has_p(outcome: CellResult) -> bool:
     return outcome.p_value is not None and not math.isnan(outcome.p_value)
 
 
-def entered_p(outcome: TestOutcome, rule: DatasetRule) -> float:
+def entered_p(outcome: CellResult, rule: DatasetRule) -> float:
     """The p-value a decided test enters the combination with: its own, raised to at least
     ``alpha`` where it called itself ``ambiguous`` and ``weak_alpha`` where ``no_evidence``, so
     that no test weighs more in the combination than its own verdict allows."""
@@ -156,7 +143,7 @@ def entered_p(outcome: TestOutcome, rule: DatasetRule) -> float:
     return max(own, floor.get(Verdict(outcome.verdict), 0.0))
 
 
-def decide_dataset(outcomes: Sequence[TestOutcome], rule: DatasetRule) -> DatasetVerdict:
+def decide_dataset(outcomes: Sequence[CellResult], rule: DatasetRule) -> DatasetVerdict:
     """Combine the tests of rows seen of one model × file into its dataset verdict.
 
     Each decided test enters with ``entered_p``; a test that decided without a p-value (a run
@@ -189,7 +176,7 @@ def decide_dataset(outcomes: Sequence[TestOutcome], rule: DatasetRule) -> Datase
 
 def _combined_decision(
     p: float,
-    combined: Sequence[TestOutcome],
+    combined: Sequence[CellResult],
     entered: dict[str, float],
     carried: Sequence[str],
     rule: DatasetRule,
@@ -215,7 +202,7 @@ def _combined_decision(
     return Verdict.NO_EVIDENCE, f"combined p={p:.3g}: not significant; {over}"
 
 
-def _entered_text(outcome: TestOutcome, entered: float) -> str:
+def _entered_text(outcome: CellResult, entered: float) -> str:
     """``test p=…``, with the test's own p and verdict where the p that entered is higher."""
     own = float(outcome.p_value)  # type: ignore[arg-type]
     raised = f" (own p={own:.2g}, {outcome.verdict})" if entered > own else ""
