@@ -71,7 +71,10 @@ def dataset_verdicts(
         p = row["p_value"]
         groups[tuple(row[k] for k in VERDICT_KEY)].append(
             CellResult(
-                *(str(row[k]) for k in ("model", "dataset", "test", "transform")),
+                model=str(row["model"]),
+                dataset=str(row["dataset"]),
+                test=str(row["test"]),
+                transform=str(row["transform"]),
                 status="finished",
                 verdict=row["verdict"],
                 p_value=None if p in ("", None) else float(p),
